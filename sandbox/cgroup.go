@@ -1,0 +1,332 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	cgroups "github.com/containerd/cgroups/v3"
+	"github.com/containerd/cgroups/v3/cgroup1"
+	"github.com/containerd/cgroups/v3/cgroup2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+// CgroupMode says how a run was (or can be) put in a cgroup.
+type CgroupMode string
+
+const (
+	// CgroupUnified: cgroup v2 only; one group, placed atomically, cgroup.kill.
+	CgroupUnified CgroupMode = "unified"
+	// CgroupHybrid: v1 controllers plus a controller-less v2 mount; v1 groups for the
+	// limits and a v2 group for atomic placement and cgroup.kill.
+	CgroupHybrid CgroupMode = "hybrid"
+	// CgroupLegacy: v1 only; the stub is placed while it waits, kill is freeze+SIGKILL.
+	CgroupLegacy CgroupMode = "legacy"
+	// CgroupNone: no cgroup (none mounted or none writable).
+	CgroupNone CgroupMode = "none"
+)
+
+const cgroupRoot = "/sys/fs/cgroup"
+
+// v1Controllers are the v1 hierarchies a run uses: limits, stats, and the freezer for
+// the kill.
+var v1Controllers = []cgroup1.Name{cgroup1.Memory, cgroup1.Pids, cgroup1.Cpu, cgroup1.Cpuacct, cgroup1.Freezer}
+
+// HostCgroupMode reports the host's cgroup layout (not whether it is writable).
+func HostCgroupMode() CgroupMode {
+	switch cgroups.Mode() {
+	case cgroups.Unified:
+		return CgroupUnified
+	case cgroups.Hybrid:
+		return CgroupHybrid
+	case cgroups.Legacy:
+		return CgroupLegacy
+	}
+	return CgroupNone
+}
+
+// cgroupSet is one run's groups: a v2 group (unified, or the controller-less one of a
+// hybrid host) and/or v1 groups.
+type cgroupSet struct {
+	mode   CgroupMode
+	v2     *cgroup2.Manager
+	v2Path string
+	v2Dir  *os.File // for clone3(CLONE_INTO_CGROUP)
+	v1     cgroup1.Cgroup
+	v1Path map[cgroup1.Name]string
+}
+
+// newCgroupSet creates the groups for one run, named name, under the launcher's own.
+func newCgroupSet(mode CgroupMode, name string, lim Limits) (*cgroupSet, error) {
+	cs := &cgroupSet{mode: mode}
+	ok := false
+	defer func() {
+		if !ok {
+			cs.remove()
+		}
+	}()
+	switch mode {
+	case CgroupUnified:
+		if err := cs.makeV2(cgroupRoot, name, v2Resources(lim)); err != nil {
+			return nil, err
+		}
+	case CgroupHybrid:
+		if err := cs.makeV2(filepath.Join(cgroupRoot, "unified"), name, &cgroup2.Resources{}); err != nil {
+			return nil, err
+		}
+		if err := cs.makeV1(name, lim); err != nil {
+			return nil, err
+		}
+	case CgroupLegacy:
+		if err := cs.makeV1(name, lim); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, errors.New("no cgroup hierarchy is mounted at " + cgroupRoot)
+	}
+	ok = true
+	return cs, nil
+}
+
+func v2Resources(lim Limits) *cgroup2.Resources {
+	r := &cgroup2.Resources{Pids: &cgroup2.Pids{Max: lim.Pids}}
+	if lim.MemoryBytes > 0 {
+		m, swap := lim.MemoryBytes, int64(0)
+		r.Memory = &cgroup2.Memory{Max: &m, Swap: &swap}
+	}
+	if lim.CPUs > 0 {
+		q, p := int64(lim.CPUs*100000), uint64(100000)
+		r.CPU = &cgroup2.CPU{Max: cgroup2.NewCPUMax(&q, &p)}
+	}
+	return r
+}
+
+// ownCgroup2 is the launcher's own path on the unified hierarchy ("0::/path").
+func ownCgroup2() (string, error) {
+	_, unified, err := cgroups.ParseCgroupFileUnified("/proc/self/cgroup")
+	if err != nil {
+		return "", err
+	}
+	if unified == "" {
+		return "/", nil
+	}
+	return unified, nil
+}
+
+func (cs *cgroupSet) makeV2(mount, name string, res *cgroup2.Resources) error {
+	own, err := ownCgroup2()
+	if err != nil {
+		return fmt.Errorf("read own cgroup: %w", err)
+	}
+	group := filepath.Join(own, name)
+	m, err := cgroup2.NewManager(mount, group, res)
+	if err != nil {
+		return fmt.Errorf("create cgroup %s: %w", filepath.Join(mount, group), err)
+	}
+	cs.v2, cs.v2Path = m, filepath.Join(mount, group)
+	f, err := os.OpenFile(cs.v2Path, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open cgroup %s: %w", cs.v2Path, err)
+	}
+	cs.v2Dir = f
+	return nil
+}
+
+func (cs *cgroupSet) makeV1(name string, lim Limits) error {
+	var subs []cgroup1.Subsystem
+	for _, n := range v1Controllers {
+		if _, err := os.Stat(filepath.Join(cgroupRoot, string(n))); err != nil {
+			return fmt.Errorf("cgroup v1 controller %s is not mounted at %s", n, cgroupRoot)
+		}
+		switch n {
+		case cgroup1.Memory:
+			subs = append(subs, cgroup1.NewMemory(cgroupRoot))
+		case cgroup1.Pids:
+			subs = append(subs, cgroup1.NewPids(cgroupRoot))
+		case cgroup1.Cpu:
+			subs = append(subs, cgroup1.NewCpu(cgroupRoot))
+		case cgroup1.Cpuacct:
+			subs = append(subs, cgroup1.NewCpuacct(cgroupRoot))
+		case cgroup1.Freezer:
+			subs = append(subs, cgroup1.NewFreezer(cgroupRoot))
+		}
+	}
+	res := &specs.LinuxResources{Pids: &specs.LinuxPids{Limit: &lim.Pids}}
+	if lim.MemoryBytes > 0 {
+		m := lim.MemoryBytes
+		res.Memory = &specs.LinuxMemory{Limit: &m}
+	}
+	if lim.CPUs > 0 {
+		q, p := int64(lim.CPUs*100000), uint64(100000)
+		res.CPU = &specs.LinuxCPU{Quota: &q, Period: &p}
+	}
+	path := cgroup1.NestedPath(name)
+	cg, err := cgroup1.New(path, res,
+		cgroup1.WithHierarchy(func() ([]cgroup1.Subsystem, error) { return subs, nil }),
+		func(c *cgroup1.InitConfig) error {
+			// Every controller is needed: none may be skipped silently.
+			c.InitCheck = func(_ cgroup1.Subsystem, _ cgroup1.Path, err error) error { return err }
+			return nil
+		})
+	if err != nil {
+		// New may have created some of the directories before failing.
+		cs.v1Path = v1Paths(path)
+		return fmt.Errorf("create cgroup v1 groups %s: %w", name, err)
+	}
+	cs.v1, cs.v1Path = cg, v1Paths(path)
+	if lim.MemoryBytes > 0 {
+		// No swap either, where the kernel accounts it.
+		sw := filepath.Join(cs.v1Path[cgroup1.Memory], "memory.memsw.limit_in_bytes")
+		if _, err := os.Stat(sw); err == nil {
+			if err := os.WriteFile(sw, []byte(fmt.Sprint(lim.MemoryBytes)), 0); err != nil {
+				return fmt.Errorf("set %s: %w", sw, err)
+			}
+		}
+	}
+	return nil
+}
+
+func v1Paths(path cgroup1.Path) map[cgroup1.Name]string {
+	out := map[cgroup1.Name]string{}
+	for _, n := range v1Controllers {
+		if p, err := path(n); err == nil {
+			out[n] = filepath.Join(cgroupRoot, string(n), p)
+		}
+	}
+	return out
+}
+
+// cgroupFD is the directory to start the stub in (-1: place it afterwards).
+func (cs *cgroupSet) cgroupFD() int {
+	if cs == nil || cs.v2Dir == nil {
+		return -1
+	}
+	return int(cs.v2Dir.Fd())
+}
+
+// place puts pid in the v1 groups; the stub is still waiting, so nothing of the
+// command has run yet.
+func (cs *cgroupSet) place(pid int) error {
+	if cs == nil || cs.v1 == nil {
+		return nil
+	}
+	if err := cs.v1.AddProc(uint64(pid)); err != nil {
+		return fmt.Errorf("place the stub in the v1 cgroups: %w", err)
+	}
+	return nil
+}
+
+// kill sends SIGKILL to every process of the run's groups.
+func (cs *cgroupSet) kill() {
+	if cs == nil {
+		return
+	}
+	if cs.v2Path != "" {
+		if err := os.WriteFile(filepath.Join(cs.v2Path, "cgroup.kill"), []byte("1"), 0); err == nil {
+			return
+		}
+	}
+	if cs.v1 != nil {
+		// Freeze so that nothing forks between listing and killing.
+		_ = cs.v1.Freeze()
+		procs, _ := cs.v1.Processes(cgroup1.Freezer, true)
+		for _, p := range procs {
+			_ = unix.Kill(p.Pid, unix.SIGKILL)
+		}
+		_ = cs.v1.Thaw()
+	}
+}
+
+// empty reports whether no process is left in any of the groups.
+func (cs *cgroupSet) empty() bool {
+	if cs == nil {
+		return true
+	}
+	if cs.v2 != nil {
+		if p, err := cs.v2.Procs(true); err == nil && len(p) > 0 {
+			return false
+		}
+	}
+	if cs.v1 != nil {
+		for _, n := range []cgroup1.Name{cgroup1.Freezer, cgroup1.Pids, cgroup1.Memory} {
+			if p, err := cs.v1.Processes(n, true); err == nil && len(p) > 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// killAndRemove kills what is left, waits for the groups to empty (bounded) and removes
+// them. A group that keeps tasks after the kill is reported.
+func (cs *cgroupSet) killAndRemove(wait time.Duration) error {
+	if cs == nil {
+		return nil
+	}
+	if !cs.empty() {
+		cs.kill()
+		deadline := time.Now().Add(wait)
+		for !cs.empty() && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if !cs.empty() {
+			return fmt.Errorf("cgroup %s still has tasks %v after SIGKILL", cs.describe(), wait)
+		}
+	}
+	return cs.remove()
+}
+
+func (cs *cgroupSet) remove() error {
+	var errs []error
+	if cs.v2Dir != nil {
+		cs.v2Dir.Close()
+		cs.v2Dir = nil
+	}
+	if cs.v2 != nil {
+		if err := cs.v2.Delete(); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if cs.v1 != nil {
+		if err := cs.v1.Delete(); err != nil && !errors.Is(err, cgroup1.ErrCgroupDeleted) {
+			errs = append(errs, err)
+		}
+	} else {
+		// A failed New may leave some directories behind.
+		for _, p := range cs.v1Path {
+			if err := unix.Rmdir(p); err != nil && !errors.Is(err, unix.ENOENT) {
+				errs = append(errs, fmt.Errorf("remove %s: %w", p, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (cs *cgroupSet) describe() string {
+	var parts []string
+	if cs.v2Path != "" {
+		parts = append(parts, cs.v2Path)
+	}
+	for _, n := range v1Controllers {
+		if p, ok := cs.v1Path[n]; ok {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// paths lists every directory of the set (tests check that they are gone).
+func (cs *cgroupSet) paths() []string {
+	var out []string
+	if cs.v2Path != "" {
+		out = append(out, cs.v2Path)
+	}
+	for _, p := range cs.v1Path {
+		out = append(out, p)
+	}
+	return out
+}

@@ -1,0 +1,146 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+// StubArg is the hidden first argument that makes the binary run as the sandbox stub.
+// main must check for it before anything else and call [RunStub].
+const StubArg = "__sharedos-run-sandbox-stub"
+
+// ctlFD is the control socket's descriptor number in the stub (ExtraFiles[0]).
+const ctlFD = 3
+
+// goConfig comes with "go": what to run. It is sent late so that the caller can add
+// variables that depend on the listeners (the bridge URL, say).
+type goConfig struct {
+	Command []string `json:"command,omitempty"`
+	Env     []string `json:"env,omitempty"`
+	Dir     string   `json:"dir"`
+	TTY     bool     `json:"tty,omitempty"`
+}
+
+// RunStub is the stub's whole life; it returns the exit status for os.Exit. It runs
+// inside the new namespaces as their first process and must be called before the
+// program starts anything else.
+func RunStub() int {
+	// Capabilities and no_new_privs are per thread: everything that must hold for the
+	// command happens on this thread, which also forks it.
+	runtime.LockOSThread()
+	unix.CloseOnExec(ctlFD)
+	cfg, err := recvConfig()
+	if err != nil {
+		stubFail(fmt.Errorf("read config: %w", err))
+		return 1
+	}
+	files, names, err := stubSetup(cfg)
+	if err != nil {
+		stubFail(err)
+		return 1
+	}
+	err = sendMsg(ctlFD, stubMsg{Ready: true, Opened: names}, files...)
+	for _, f := range files {
+		f.Close()
+	}
+	if err != nil {
+		return 1
+	}
+	m, _, err := recvMsg(ctlFD)
+	if err != nil || m.Go == false || m.Run == nil {
+		// The launcher gave up before "go": nothing was run.
+		return 1
+	}
+	if cfg.Probe {
+		_ = sendMsg(ctlFD, stubMsg{Exit: &stubExit{}})
+		return 0
+	}
+	if err := dropPrivileges(); err != nil {
+		stubFail(fmt.Errorf("drop privileges: %w", err))
+		return 1
+	}
+	ex := runAsInit(*m.Run)
+	_ = sendMsg(ctlFD, stubMsg{Exit: &ex})
+	return ex.Code
+}
+
+func stubFail(err error) {
+	_ = sendMsg(ctlFD, stubMsg{Error: err.Error()})
+}
+
+func recvConfig() (*stubConfig, error) {
+	m, _, err := recvMsg(ctlFD)
+	if err != nil {
+		return nil, err
+	}
+	if m.Config == nil {
+		return nil, errors.New("first message carries no config")
+	}
+	return m.Config, nil
+}
+
+// stubSetup brings the network up, opens the listeners and builds the mount view.
+func stubSetup(cfg *stubConfig) ([]*os.File, []string, error) {
+	if err := loopbackUp(); err != nil {
+		return nil, nil, fmt.Errorf("bring lo up: %w", err)
+	}
+	var files []*os.File
+	var names []string
+	for _, ls := range cfg.Listeners {
+		f, err := listenFile(ls)
+		if err != nil {
+			if ls.Optional {
+				continue
+			}
+			for _, f := range files {
+				f.Close()
+			}
+			return nil, nil, fmt.Errorf("listen %s on %s port %d: %w", ls.Name, ls.Host, ls.Port, err)
+		}
+		files = append(files, f)
+		names = append(names, ls.Name)
+	}
+	if err := buildMountView(cfg.Mounts); err != nil {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil, nil, fmt.Errorf("mount view: %w", err)
+	}
+	return files, names, nil
+}
+
+func listenFile(ls listenSpec) (*os.File, error) {
+	network := "tcp4"
+	if ls.Host == "::1" {
+		network = "tcp6"
+	}
+	l, err := net.Listen(network, net.JoinHostPort(ls.Host, fmt.Sprint(ls.Port)))
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	return l.(*net.TCPListener).File()
+}
+
+// loopbackUp sets IFF_UP on lo: a new network namespace starts with lo down.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return err
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP | unix.IFF_RUNNING)
+	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
