@@ -121,7 +121,8 @@ type Budgets struct {
 type Turn struct {
 	k           *Kernel
 	ac          policy.AccessContext
-	tools       map[string]*registered
+	tools       map[string]*registered // built by BeginTurn, read-only after
+	published   atomic.Pointer[map[string]*registered]
 	providerErr error
 	budgets     Budgets
 	calls       atomic.Int64
@@ -181,11 +182,33 @@ func (t *Turn) ProviderError() error { return t.providerErr }
 
 // Tool looks a tool up in the turn's registry.
 func (t *Turn) Tool(name string) (*Tool, bool) {
-	r, ok := t.tools[name]
+	r, ok := t.registry()[name]
 	if !ok {
 		return nil, false
 	}
 	return r.tool, true
+}
+
+// Publish fixes the turn's registry to the named tools, the catalogue the turn
+// published: a tool outside it is unavailable for the rest of the turn, even if a
+// grant or a namespace switched on later would allow it. Names not registered are
+// ignored.
+func (t *Turn) Publish(names []string) {
+	fixed := make(map[string]*registered, len(names))
+	for _, n := range names {
+		if r, ok := t.tools[n]; ok {
+			fixed[n] = r
+		}
+	}
+	t.published.Store(&fixed)
+}
+
+// registry is the turn's current registry: the published set once fixed.
+func (t *Turn) registry() map[string]*registered {
+	if p := t.published.Load(); p != nil {
+		return *p
+	}
+	return t.tools
 }
 
 // Drain makes every later call answer turn_draining; calls already running finish.
@@ -226,7 +249,7 @@ func (t *Turn) Discover(ctx context.Context) ([]*Tool, error) {
 		}
 	}
 	var out []*Tool
-	for _, r := range t.tools {
+	for _, r := range t.registry() {
 		tool := r.tool
 		if !slices.Contains(enabled, tool.Namespace) || t.k.hostDenies(tool.Name) {
 			continue
@@ -267,7 +290,7 @@ func (t *Turn) Call(ctx context.Context, c Call) (res Result) {
 	if n := t.calls.Add(1); t.budgets.MaxToolCalls > 0 && n > int64(t.budgets.MaxToolCalls) {
 		return denied(CodeToolCallLimitExceeded, fmt.Sprintf("this turn allows at most %d tool calls", t.budgets.MaxToolCalls))
 	}
-	r, ok := t.tools[c.Tool]
+	r, ok := t.registry()[c.Tool]
 	if !ok {
 		if t.providerErr != nil {
 			return failed(CodeToolCatalogUnavailable, fmt.Sprintf("tool %q is not in the catalogue, and part of the catalogue could not be loaded: %v", c.Tool, t.providerErr))

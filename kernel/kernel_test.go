@@ -448,3 +448,18 @@ func TestRegistrationRules(t *testing.T) {
 		t.Fatal("duplicate registered")
 	}
 }
+
+func TestPublishFixesTheRegistry(t *testing.T) {
+	turn, _ := newTurn(t, setup{grants: []policy.Grant{grant("g", []string{"*"}, policy.ScopeDescendants)}, enabled: []string{"demo"}})
+	turn.Publish([]string{"demo.read", "no.such.tool"})
+	if res := turn.Call(context.Background(), call("demo.read", `{"path":[]}`)); res.Status != Succeeded {
+		t.Fatalf("published tool: %s/%s", res.Status, res.Code)
+	}
+	if res := turn.Call(context.Background(), call("demo.write", `{"path":["Work"]}`)); res.Code != CodeToolUnavailable {
+		t.Fatalf("unpublished tool: %s/%s", res.Status, res.Code)
+	}
+	tools, _ := turn.Discover(context.Background())
+	if names := toolNames(tools); fmt.Sprint(names) != "[demo.read]" {
+		t.Fatalf("discovered %v", names)
+	}
+}

@@ -58,12 +58,22 @@ func NewExecutionID() string {
 	return "exec-" + hex.EncodeToString(b[:])
 }
 
-// EffectiveCatalog is what a turn in this context would publish: registered tools whose
-// namespace is enabled and that some grant makes discoverable.
+// EffectiveCatalog is what the turn publishes: registered tools whose namespace is
+// enabled and that some grant makes discoverable. The turn is fixed to it, so a tool
+// outside the published catalogue stays unavailable for the rest of the turn.
 func EffectiveCatalog(ctx context.Context, turn *kernel.Turn, executionID string) (bridge.Catalog, error) {
 	tools, err := turn.Discover(ctx)
 	if err != nil {
 		return bridge.Catalog{}, err
 	}
-	return bridge.NewCatalog(executionID, tools)
+	cat, err := bridge.NewCatalog(executionID, tools)
+	if err != nil {
+		return bridge.Catalog{}, err
+	}
+	names := make([]string, len(cat.Tools))
+	for i, t := range cat.Tools {
+		names[i] = t.Name
+	}
+	turn.Publish(names)
+	return cat, nil
 }

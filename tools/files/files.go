@@ -156,29 +156,31 @@ func Open(opts Options) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("files: workspace: %w", err)
 	}
-	// Checked before the state directory is created, so that a refused
+	// The state directory is checked before it is created, so that a refused
 	// configuration leaves nothing behind in the workspace, and again after, in
 	// case a symlink on the way changed meanwhile.
-	for _, create := range []bool{false, true} {
-		if create {
-			if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
-				return nil, fmt.Errorf("files: state directory: %w", err)
-			}
-		}
+	checkState := func() (string, error) {
 		stateReal, err := realPath(opts.StateDir)
 		if err != nil {
-			return nil, fmt.Errorf("files: state directory: %w", err)
+			return "", fmt.Errorf("files: state directory: %w", err)
 		}
 		if within(wsReal, stateReal) {
-			return nil, fmt.Errorf("files: the state directory %s is inside the workspace %s; it must be outside it", opts.StateDir, opts.Workspace)
+			return "", fmt.Errorf("files: the state directory %s is inside the workspace %s; it must be outside it", opts.StateDir, opts.Workspace)
 		}
 		if within(stateReal, wsReal) {
-			return nil, fmt.Errorf("files: the workspace %s is inside the state directory %s", opts.Workspace, opts.StateDir)
+			return "", fmt.Errorf("files: the workspace %s is inside the state directory %s", opts.Workspace, opts.StateDir)
 		}
+		return stateReal, nil
 	}
-	stateReal, err := realDir(opts.StateDir)
-	if err != nil {
+	if _, err := checkState(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("files: state directory: %w", err)
+	}
+	stateReal, err := checkState()
+	if err != nil {
+		return nil, err
 	}
 	root, err := os.OpenRoot(wsReal)
 	if err != nil {

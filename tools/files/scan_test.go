@@ -88,6 +88,34 @@ func TestGrep(t *testing.T) {
 	e.fail("files.grep", obj{"path": p("missing"), "pattern": "x"}, kernel.CodeToolExecutionFailed, "does not exist")
 }
 
+// Case-insensitive literals fold Unicode as strings.EqualFold does, and are still
+// literals: regex metacharacters match themselves.
+func TestGrepCaseFolding(t *testing.T) {
+	e := newEnv(t)
+	e.write("f", "ÄRGER über alles\nplain\nA.B*C\nKelvin \u212a\n")
+	for _, tc := range []struct {
+		pattern string
+		want    []string
+	}{
+		{"ärger", []string{"f:1:ÄRGER über alles"}},
+		{"ÜBER", []string{"f:1:ÄRGER über alles"}},
+		{"a.b*c", []string{"f:3:A.B*C"}},
+		{"kelvin k", []string{"f:4:Kelvin \u212a"}},
+		{"a.b", []string{"f:3:A.B*C"}},
+	} {
+		var out grepOutput
+		e.ok("files.grep", obj{"path": p(), "pattern": tc.pattern, "caseSensitive": false}, &out)
+		if got := grepSummary(out); !slices.Equal(got, tc.want) {
+			t.Errorf("%q: %q; want %q", tc.pattern, got, tc.want)
+		}
+	}
+	var out grepOutput
+	e.ok("files.grep", obj{"path": p(), "pattern": "ärger"}, &out)
+	if len(out.Matches) != 0 {
+		t.Errorf("case-sensitive literal matched %q", grepSummary(out))
+	}
+}
+
 func TestGrepContext(t *testing.T) {
 	e := newEnv(t)
 	e.write("f", "l1\nl2\nHIT3\nl4\nl5\nl6\nHIT7\n")

@@ -207,6 +207,9 @@ func TestOpenRefusesStateInsideWorkspace(t *testing.T) {
 			}
 		})
 	}
+	if ents, _ := os.ReadDir(ws); len(ents) != 0 {
+		t.Errorf("a refused Open left %d entries in the workspace", len(ents))
+	}
 	if _, err := Open(Options{Workspace: ws, StateDir: filepath.Join(base, "st"), MaxReadBytes: -1}); err == nil {
 		t.Error("a negative limit was accepted")
 	}

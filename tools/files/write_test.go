@@ -178,10 +178,18 @@ func TestConcurrentAppends(t *testing.T) {
 	e := newEnv(t)
 	e.ok("files.create", obj{"path": p("log"), "content": ""}, nil)
 	var wg sync.WaitGroup
-	for i := range 20 {
-		wg.Go(func() { e.ok("files.append", obj{"path": p("log"), "content": fmt.Sprintf("line %02d\n", i)}, nil) })
+	results := make([]kernel.Result, 20)
+	for i := range results {
+		wg.Go(func() {
+			results[i] = e.call("files.append", obj{"path": p("log"), "content": fmt.Sprintf("line %02d\n", i)})
+		})
 	}
 	wg.Wait()
+	for _, r := range results {
+		if r.Status != kernel.Succeeded {
+			t.Fatalf("append: %s", r.Message)
+		}
+	}
 	lines := strings.Split(strings.TrimSuffix(e.readWS("log"), "\n"), "\n")
 	if len(lines) != 20 {
 		t.Fatalf("%d lines: %q", len(lines), lines)
