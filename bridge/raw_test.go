@@ -308,7 +308,9 @@ func TestLimits(t *testing.T) {
 		c := newRaw(t, f)
 		c.initialize("2025-11-25")
 		done := make(chan rawResponse, 1)
-		go func() { done <- c.do("POST", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"test.block","arguments":{}}}`, nil) }()
+		go func() {
+			done <- c.do("POST", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"test.block","arguments":{}}}`, nil)
+		}()
 		<-f.testTools.entered
 		r := c.do("POST", `{"jsonrpc":"2.0","id":3,"method":"ping"}`, nil)
 		if r.status != 503 || r.header.Get("Retry-After") == "" {

@@ -124,7 +124,7 @@ type listedTool struct {
 }
 
 type listBody struct {
-	Tools []listedTool    `json:"tools"`
+	Tools []listedTool      `json:"tools"`
 	Meta  map[string]string `json:"_meta"`
 }
 
