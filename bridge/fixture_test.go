@@ -57,7 +57,7 @@ func (tt *testTools) tools() []kernel.Tool {
 }
 
 type fixture struct {
-	t         *testing.T
+	t         testing.TB
 	ws        string
 	server    *Server
 	url       string
@@ -71,7 +71,7 @@ type fixture struct {
 
 // newFixture serves a bridge over a workspace with README.md and docs/notes.txt;
 // grants: everything under files:/ read, files:/docs write, and test.* run.
-func newFixture(t *testing.T, limits Limits) *fixture {
+func newFixture(t testing.TB, limits Limits) *fixture {
 	t.Helper()
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, "README.md"), []byte("# hello\n"), 0o644)

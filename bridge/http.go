@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"bytes"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 )
 
 // JSON-RPC error codes the guard answers with.
@@ -100,7 +103,7 @@ func (s *Server) serveGuarded(w http.ResponseWriter, r *http.Request) {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
 	}
-	if !json.Valid(trimmed) || json.Unmarshal(trimmed, &msg) != nil {
+	if json.Unmarshal(trimmed, &msg) != nil {
 		s.rejectRPC(w, r, http.StatusBadRequest, nil, rpcParseError, "the request body is not a JSON-RPC message")
 		return
 	}
@@ -123,10 +126,17 @@ func (s *Server) serveGuarded(w http.ResponseWriter, r *http.Request) {
 // authenticate checks the bearer token against the turn on every request.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) bool {
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	token = strings.TrimSpace(token)
 	reason := TokenMalformed
 	if ok && token != "" {
-		_, reason = VerifyToken(strings.TrimSpace(token), s.opts.Secret, s.clock(), s.expect)
+		now := s.clock()
+		if s.verified.matches(token, now) {
+			return true
+		}
+		var claims Claims
+		claims, reason = VerifyToken(token, s.opts.Secret, now, s.expect)
 		if reason == TokenValid {
+			s.verified.remember(token, claims)
 			return true
 		}
 	} else {
@@ -136,6 +146,31 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) bool {
 	w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm="sharedos", error="invalid_token", error_description=%q`, reason))
 	http.Error(w, "unauthorized: "+string(reason), http.StatusUnauthorized)
 	return false
+}
+
+// verifiedToken remembers the last token that verified, so that the HMAC and the
+// claims are not recomputed on every request of a turn. Expiry is still checked
+// each time; any other token string goes through full verification.
+type verifiedToken struct {
+	mu      sync.Mutex
+	token   string
+	expires time.Time
+}
+
+func (v *verifiedToken) matches(token string, now time.Time) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.token != "" && subtle.ConstantTimeCompare([]byte(token), []byte(v.token)) == 1 && now.UnixMilli() < v.expires.UnixMilli()
+}
+
+func (v *verifiedToken) remember(token string, c Claims) {
+	exp, err := parseExpiry(c.ExpiresAt)
+	if err != nil {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.token, v.expires = token, exp
 }
 
 func (s *Server) reject(w http.ResponseWriter, r *http.Request, status int, msg string) {

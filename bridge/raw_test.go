@@ -117,7 +117,7 @@ func TestProtocolVersionsNegotiate(t *testing.T) {
 		if info["name"] != "sharedos" {
 			t.Errorf("serverInfo %v", info)
 		}
-		if caps, _ := json.Marshal(res["capabilities"]); !strings.Contains(string(caps), `"tools":{`) {
+		if caps, _ := json.Marshal(res["capabilities"]); string(caps) != `{"tools":{"listChanged":false}}` {
 			t.Errorf("capabilities %s", caps)
 		}
 		list := c.do("POST", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, nil).json(t)["result"].(map[string]any)

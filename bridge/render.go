@@ -78,20 +78,22 @@ type refusalBody struct {
 // and code. maxBytes caps a successful result; past it the call fails in band.
 func renderCall(res kernel.Result, tool *PublishedTool, maxBytes int) ([]byte, kernel.Result, error) {
 	if res.Status == kernel.Succeeded {
-		text, ok := res.Output.(string)
-		if !ok {
+		encoded := res.OutputJSON
+		if encoded == nil {
 			b, err := marshalJS(res.Output)
 			if err != nil {
 				res.Status, res.Code, res.Message = kernel.Failed, kernel.CodeInvalidToolResult, "the tool's output cannot be encoded: "+err.Error()
 				return renderCall(res, tool, maxBytes)
 			}
-			text = string(b)
+			encoded = b
+		}
+		text, ok := res.Output.(string)
+		if !ok {
+			text = string(encoded)
 		}
 		body := successBody{Content: []textContent{{Type: "text", Text: text}}}
-		if tool != nil && tool.OutputSchema != nil {
-			if raw, err := marshalJS(res.Output); err == nil && bytes.HasPrefix(raw, []byte("{")) {
-				body.StructuredContent = json.RawMessage(raw)
-			}
+		if tool != nil && tool.OutputSchema != nil && bytes.HasPrefix(encoded, []byte("{")) {
+			body.StructuredContent = encoded
 		}
 		out, err := marshalJS(body)
 		if err != nil {
@@ -100,7 +102,7 @@ func renderCall(res kernel.Result, tool *PublishedTool, maxBytes int) ([]byte, k
 		if len(out) > maxBytes {
 			res.Status, res.Code = kernel.Failed, kernel.CodeInvalidToolResult
 			res.Message = fmt.Sprintf("the tool's result is %d bytes; the bridge passes at most %d (narrow the request)", len(out), maxBytes)
-			res.Output = nil
+			res.Output, res.OutputJSON = nil, nil
 			return renderCall(res, tool, maxBytes)
 		}
 		return out, res, nil
@@ -143,4 +145,27 @@ func renderList(c Catalog) ([]byte, error) {
 		})
 	}
 	return marshalJS(body)
+}
+
+type initializeBody struct {
+	ProtocolVersion string              `json:"protocolVersion"`
+	Capabilities    initializeCaps      `json:"capabilities"`
+	ServerInfo      *mcp.Implementation `json:"serverInfo"`
+	Instructions    string              `json:"instructions,omitempty"`
+}
+
+type initializeCaps struct {
+	Tools struct {
+		ListChanged bool `json:"listChanged"`
+	} `json:"tools"`
+}
+
+// renderInitialize writes the initialize result with capabilities exactly
+// {"tools":{"listChanged":false}} (the SDK's types omit the false).
+func renderInitialize(r *mcp.InitializeResult) (mcp.Result, error) {
+	body, err := marshalJS(initializeBody{ProtocolVersion: r.ProtocolVersion, ServerInfo: r.ServerInfo, Instructions: r.Instructions})
+	if err != nil {
+		return nil, err
+	}
+	return &rawResult{body: body}, nil
 }

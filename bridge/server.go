@@ -133,6 +133,7 @@ type Server struct {
 	handler    http.Handler
 	log        callLog
 	expect     map[string]string
+	verified   verifiedToken
 	limiter    *rate.Limiter
 	slots      chan struct{}
 	calls      atomic.Int64
@@ -181,9 +182,11 @@ func New(opts Options) (*Server, error) {
 	if version == "" {
 		version = "dev"
 	}
+	// The SDK narrates every session at info level; only its warnings are ours to show.
+	sdkLogger := slog.New(warnOnly{s.logger.Handler()})
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: version}, &mcp.ServerOptions{
 		Instructions: opts.Instructions,
-		Logger:       s.logger,
+		Logger:       sdkLogger,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
 		// 2026-07-28 (sessionless) is left out on purpose: the bridge is one stateful
 		// session per turn, and clients that probe for it fall back to initialize.
@@ -192,7 +195,7 @@ func New(opts Options) (*Server, error) {
 	s.mcp.AddReceivingMiddleware(s.middleware)
 	s.streamable = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		JSONResponse:        true,
-		Logger:              s.logger,
+		Logger:              sdkLogger,
 		SessionTimeout:      s.limits.SessionIdleTimeout,
 		MaxRequestBodyBytes: s.limits.MaxBodyBytes,
 	})
@@ -254,7 +257,8 @@ func (s *Server) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteClos
 	defer cancel()
 	stop := context.AfterFunc(s.baseCtx, cancel)
 	defer stop()
-	err := s.mcp.Run(ctx, &mcp.IOTransport{Reader: r, Writer: w, MaxLineLength: int(s.limits.MaxBodyBytes)})
+	d := newStdioDrain(s.limits.CallTimeout)
+	err := s.mcp.Run(ctx, &mcp.IOTransport{Reader: drainReader{r, d}, Writer: drainWriter{w, d}, MaxLineLength: int(s.limits.MaxBodyBytes)})
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("bridge: stdio: %w", err)
 	}
@@ -330,10 +334,12 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				if ir, ok := req.(*mcp.InitializeRequest); ok && ir.Params != nil && ir.Params.ClientInfo != nil {
 					e.Client = ir.Params.ClientInfo.Name + "/" + ir.Params.ClientInfo.Version
 				}
+				s.initialized.Store(true)
 				if r, ok := res.(*mcp.InitializeResult); ok {
 					e.ProtocolVersion = r.ProtocolVersion
+					s.log.add(e)
+					return renderInitialize(r)
 				}
-				s.initialized.Store(true)
 				s.log.add(e)
 			}
 			return res, err
@@ -380,6 +386,13 @@ func (s *Server) call(ctx context.Context, p *mcp.CallToolParamsRaw) (mcp.Result
 		return nil, fmt.Errorf("rendering the result: %w", err)
 	}
 	return &rawResult{body: body}, nil
+}
+
+// warnOnly passes records at warning level and above.
+type warnOnly struct{ slog.Handler }
+
+func (h warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && h.Handler.Enabled(ctx, l)
 }
 
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

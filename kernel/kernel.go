@@ -352,11 +352,12 @@ func (t *Turn) Call(ctx context.Context, c Call) (res Result) {
 		res.Retryable = errors.As(err, &te) && te.Retryable
 		return res
 	}
-	if msg := checkOutput(r, out); msg != "" {
+	encoded, msg := encodeOutput(r, out)
+	if msg != "" {
 		res.Status, res.Code, res.Message = Failed, CodeInvalidToolResult, msg
 		return res
 	}
-	res.Status, res.Output = Succeeded, out
+	res.Status, res.Output, res.OutputJSON = Succeeded, out, encoded
 	return res
 }
 
@@ -385,23 +386,28 @@ func runHandler(ctx context.Context, tool *Tool, inv Invocation) (out any, err e
 	return tool.Handler(ctx, inv)
 }
 
-// checkOutput returns why an output is unacceptable, or "".
-func checkOutput(r *registered, out any) string {
-	data, err := json.Marshal(out)
-	if err != nil {
-		return "the tool's output cannot be encoded as JSON: " + err.Error()
+// encodeOutput encodes the output as JSON (without HTML escaping, as JavaScript
+// would) and checks it against the output schema; it returns why the output is
+// unacceptable, or "".
+func encodeOutput(r *registered, out any) (json.RawMessage, string) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return nil, "the tool's output cannot be encoded as JSON: " + err.Error()
 	}
+	data := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if r.output == nil {
-		return ""
+		return data, ""
 	}
 	var v any
 	if err := json.Unmarshal(data, &v); err != nil {
-		return "the tool's output cannot be decoded: " + err.Error()
+		return nil, "the tool's output cannot be decoded: " + err.Error()
 	}
 	if err := r.output.Validate(v); err != nil {
-		return "the tool's output does not match its output schema: " + err.Error()
+		return nil, "the tool's output does not match its output schema: " + err.Error()
 	}
-	return ""
+	return data, ""
 }
 
 func describe(r policy.Resource) string {

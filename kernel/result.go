@@ -56,6 +56,8 @@ type Result struct {
 	Message   string // empty on success
 	Retryable bool
 	Output    any // the handler's output on success
+	// OutputJSON is Output encoded as JSON (no HTML escaping), made while checking it.
+	OutputJSON json.RawMessage
 	// Cancelled is set when the caller's context ended while the tool ran: the
 	// bridge aborts the request instead of answering it.
 	Cancelled bool

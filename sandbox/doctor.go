@@ -72,7 +72,7 @@ func Doctor(ctx context.Context, requireCgroup bool) Report {
 	}
 
 	probeCgroupWritable(r.CgroupMode, r.Writable)
-	cs, err := newCgroupSet(r.CgroupMode, fmt.Sprintf("sharedos-run-doctor-%d", os.Getpid()), Limits{Pids: DefaultPids})
+	cs, err := newCgroupSet(r.CgroupMode, fmt.Sprintf("sharedos-run-%d-doctor", os.Getpid()), Limits{Pids: DefaultPids})
 	if err == nil {
 		err = cs.remove()
 	}
@@ -129,7 +129,7 @@ func probeClone(flag uintptr) error {
 
 // probeCgroupWritable tries to create (and remove) a group in each hierarchy a run uses.
 func probeCgroupWritable(mode CgroupMode, out map[string]bool) {
-	name := fmt.Sprintf("sharedos-run-probe-%d", os.Getpid())
+	name := fmt.Sprintf("sharedos-run-%d-probe", os.Getpid())
 	try := func(dir string) bool {
 		p := filepath.Join(dir, name)
 		if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, os.ErrExist) {

@@ -221,6 +221,13 @@ func (sb *Sandbox) teardown(out *Outcome) {
 }
 
 func (sb *Sandbox) closeRelays() {
+	for _, w := range sb.netwatch {
+		// A deadline of now lets the watcher read what is queued, then stop.
+		_ = w.f.SetReadDeadline(time.Now())
+		<-w.done
+		w.f.Close()
+	}
+	sb.netwatch = nil
 	for _, l := range sb.relayLs {
 		l.Close()
 	}

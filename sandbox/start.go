@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -39,6 +42,7 @@ type Sandbox struct {
 	relayLs   []net.Listener
 	conns     *connSet
 	proxyURL  string
+	netwatch  []watcher // raw TCP sockets inside the namespace
 	tty       *ttyRelay
 	viol      *violationLog
 
@@ -52,6 +56,11 @@ type Sandbox struct {
 
 	waitOnce sync.Once
 	outcome  Outcome
+}
+
+type watcher struct {
+	f    *os.File
+	done chan struct{}
 }
 
 // cgroupFix is the advice given when a run gets no cgroup.
@@ -148,6 +157,7 @@ func (sb *Sandbox) prepareCgroup(askedLimits bool) error {
 	if mode == "" {
 		mode = HostCgroupMode()
 	}
+	sweepStale(mode, sb.spec.ScratchParent, sb.log)
 	name := "sharedos-run-" + filepath.Base(sb.sc.root)[len("sharedos-run-"):]
 	cg, err := newCgroupSet(mode, name, sb.spec.Limits)
 	if err == nil {
@@ -200,7 +210,7 @@ func (sb *Sandbox) startStub() error {
 		// With an identity map the stub is not uid 0 in its namespace, so execve would
 		// drop the namespace's capabilities; ambient ones survive it. The stub drops them
 		// all again before the command runs.
-		cmd.SysProcAttr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_NET_BIND_SERVICE, unix.CAP_SETPCAP}
+		cmd.SysProcAttr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_NET_BIND_SERVICE, unix.CAP_NET_RAW, unix.CAP_SETPCAP}
 	}
 	if fd := sb.cg.cgroupFD(); fd >= 0 {
 		cmd.SysProcAttr.UseCgroupFD = true
@@ -214,7 +224,17 @@ func (sb *Sandbox) startStub() error {
 		sb.tty = t
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = t.tty, t.tty, t.tty
 	} else {
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = sb.spec.Stdin, sb.spec.Stdout, sb.spec.Stderr
+		in, err := stdinFile(sb.spec.Stdin)
+		if err != nil {
+			return err
+		}
+		if in != nil {
+			cmd.Stdin = in
+			if in != sb.spec.Stdin {
+				defer in.Close() // our pipe's read end: the stub has its own copy
+			}
+		}
+		cmd.Stdout, cmd.Stderr = sb.spec.Stdout, sb.spec.Stderr
 	}
 	sb.stub = cmd
 
@@ -237,6 +257,27 @@ func (sb *Sandbox) startStub() error {
 		sb.tty.start(sb.spec.Stdin, sb.spec.Stdout)
 	}
 	return sb.cg.place(cmd.Process.Pid)
+}
+
+// stdinFile turns a non-file stdin into a pipe fed by a goroutine nobody waits for:
+// exec.Cmd would wait for its own copier, which ends only at EOF of a reader the
+// caller may hold open forever.
+func stdinFile(r io.Reader) (*os.File, error) {
+	switch in := r.(type) {
+	case nil:
+		return nil, nil
+	case *os.File:
+		return in, nil
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("stdin pipe: %w", err)
+	}
+	go func() {
+		_, _ = io.Copy(pw, r)
+		pw.Close()
+	}()
+	return pr, nil
 }
 
 // namespaceHint explains the usual reasons a clone with new namespaces is refused.
@@ -308,6 +349,18 @@ func (sb *Sandbox) adoptListeners(names []string, files []*os.File) error {
 	}
 	var firstErr error
 	for i, f := range files {
+		name := names[i]
+		if name == "netwatch" {
+			if w, err := pollable(f); err == nil {
+				done := make(chan struct{})
+				sb.netwatch = append(sb.netwatch, watcher{w, done})
+				go func() {
+					defer close(done)
+					watchRefusals(w, sb.viol)
+				}()
+			}
+			continue
+		}
 		l, err := net.FileListener(f)
 		f.Close()
 		if err != nil {
@@ -316,7 +369,6 @@ func (sb *Sandbox) adoptListeners(names []string, files []*os.File) error {
 			}
 			continue
 		}
-		name := names[i]
 		switch {
 		case len(name) > 5 && name[:5] == "user:":
 			sb.listeners[name[5:]] = l
@@ -339,8 +391,13 @@ func (sb *Sandbox) adoptListeners(names []string, files []*os.File) error {
 // keep the scratch directory (writable), the working directory and --writable paths.
 func (sb *Sandbox) mountPlan() mountPlan {
 	p := mountPlan{Hide: []string{"/run", "/var/run", "/tmp", "/dev/shm"}}
-	if home, err := os.UserHomeDir(); err == nil && home != "/" {
-		if h, err := filepath.EvalSymlinks(home); err == nil {
+	// Both the HOME the caller runs with and the account's own.
+	homes := []string{os.Getenv("HOME")}
+	if u, err := user.LookupId(strconv.Itoa(os.Geteuid())); err == nil {
+		homes = append(homes, u.HomeDir)
+	}
+	for _, home := range homes {
+		if h, err := filepath.EvalSymlinks(home); err == nil && h != "/" && filepath.IsAbs(h) && !slices.Contains(p.Hide, h) {
 			p.Hide = append(p.Hide, h)
 		}
 	}

@@ -105,6 +105,13 @@ func stubSetup(cfg *stubConfig) ([]*os.File, []string, error) {
 		files = append(files, f)
 		names = append(names, ls.Name)
 	}
+	// Best effort: without it, refused attempts are only missing from the log.
+	for _, family := range []int{unix.AF_INET, unix.AF_INET6} {
+		if f, err := openRawTCP(family); err == nil {
+			files = append(files, f)
+			names = append(names, "netwatch")
+		}
+	}
 	if err := buildMountView(cfg.Mounts); err != nil {
 		for _, f := range files {
 			f.Close()

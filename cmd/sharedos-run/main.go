@@ -88,6 +88,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) *cli
 			canonicalCommand(),
 			tokenCommand(),
 			policyCommand(),
+			mcpCommand(),
 			versionCommand(),
 			execCommand(),
 			doctorCommand(),

@@ -211,3 +211,48 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestMCPServeStdio(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "README.md"), []byte("hello stdio\n"), 0o644)
+	input := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"files.read","arguments":{"path":["README.md"]}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"files.replace","arguments":{"path":["README.md"],"content":"x"}}}`,
+	}, "\n") + "\n"
+	r := runCLI(t, input, "mcp", "serve", "--stdio", "--workspace", ws, "--read-only")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	byID := map[float64]map[string]any{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("stdout carries a non-protocol line %q", line)
+		}
+		if id, ok := m["id"].(float64); ok {
+			byID[id] = m
+		}
+	}
+	list := byID[2]["result"].(map[string]any)
+	if n := len(list["tools"].([]any)); n != 6 {
+		t.Fatalf("read-only catalogue over stdio has %d tools", n)
+	}
+	read := byID[3]["result"].(map[string]any)
+	if read["isError"] != false || !strings.Contains(read["content"].([]any)[0].(map[string]any)["text"].(string), "hello stdio") {
+		t.Fatalf("read over stdio: %v", read)
+	}
+	replace := byID[4]["result"].(map[string]any)
+	if replace["isError"] != true || replace["_meta"].(map[string]any)["sharedos/code"] != "tool_unavailable" {
+		t.Fatalf("replace under --read-only: %v", replace)
+	}
+	if got, _ := os.ReadFile(filepath.Join(ws, "README.md")); string(got) != "hello stdio\n" {
+		t.Fatalf("workspace changed: %q", got)
+	}
+	if r := runCLI(t, "", "mcp", "serve"); r.code != 2 {
+		t.Fatalf("without --stdio: exit %d", r.code)
+	}
+}

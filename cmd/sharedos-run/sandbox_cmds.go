@@ -156,6 +156,9 @@ func runExec(c *cli.Context) error {
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP)
 	defer signal.Stop(sigs)
 
+	// The launcher adopts orphans of its own children (spec: child subreaper), so that
+	// nothing it started can be re-parented away from it.
+	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	sb, err := sandbox.Start(ctx, spec)
 	if err != nil {
 		fmt.Fprintf(c.App.ErrWriter, "sharedos-run: %v\n", err)
@@ -232,6 +235,9 @@ type outcomeJSON struct {
 }
 
 func writeOutcome(path string, out sandbox.Outcome) error {
+	if out.Violations == nil {
+		out.Violations = []sandbox.Violation{}
+	}
 	j := outcomeJSON{ExitCode: out.ExitCode, Signal: out.Signal, TimedOut: out.TimedOut, Killed: out.Killed,
 		StartError: out.StartError, CgroupMode: out.CgroupMode, Stats: out.Stats, Violations: out.Violations,
 		Scratch: out.Scratch, TeardownMs: float64(out.Teardown.Microseconds()) / 1000}
