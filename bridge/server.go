@@ -243,7 +243,9 @@ func (s *Server) Serve(l net.Listener) error {
 	}
 	s.httpServers = append(s.httpServers, hs)
 	s.mu.Unlock()
-	if err := hs.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+	// The listener may be closed under us by its owner (the sandbox tears down its
+	// namespace): that is an end, not a failure.
+	if err := hs.Serve(l); !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("bridge: serving: %w", err)
 	}
 	return nil

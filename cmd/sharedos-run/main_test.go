@@ -10,7 +10,16 @@ import (
 	"testing"
 
 	"github.com/sharedos/sharedos-run/internal/vectors"
+	"github.com/sharedos/sharedos-run/sandbox"
 )
+
+func TestMain(m *testing.M) {
+	// exec re-executes this test binary as the sandbox stub.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.StubArg {
+		os.Exit(sandbox.RunStub())
+	}
+	os.Exit(m.Run())
+}
 
 type result struct {
 	code           int

@@ -11,12 +11,13 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/sharedos/sharedos-run/bridge"
+	"github.com/sharedos/sharedos-run/launcher"
 	"github.com/sharedos/sharedos-run/sandbox"
 )
 
@@ -58,10 +59,13 @@ func execCommand() *cli.Command {
 		Description: "Runs CMD in new network, PID and mount namespaces and a cgroup. Its network is\n" +
 			"only what the flags allow, the root file system is read-only, HOME and TMPDIR are a\n" +
 			"private scratch directory, and nothing it starts outlives it.\n\n" +
+			"The command reaches the managed catalogue at $SHAREDOS_MCP_URL (MCP over HTTP) with\n" +
+			"the bearer token in $SHAREDOS_MCP_TOKEN; every call is authorized by the kernel\n" +
+			"(--config, --workspace, --read-only as for catalog).\n\n" +
 			"Exit status: the command's own; 128+N when it died of signal N; 124 timeout;\n" +
 			"125 the sandbox could not be set up; 126/127 the command is not executable/not found;\n" +
 			"2 usage.",
-		Flags:  sandboxFlags(),
+		Flags:  append(sandboxFlags(), configFlags()...),
 		Action: runExec,
 	}
 }
@@ -145,8 +149,10 @@ func runExec(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	logger := loggerOf(c)
-	spec.Logger = logger
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
 	spec.Stdin, spec.Stdout, spec.Stderr = stdFiles(c)
 
 	// The sandbox decides what a signal means (forward, then kill): the command line's
@@ -159,41 +165,35 @@ func runExec(c *cli.Context) error {
 	// The launcher adopts orphans of its own children (spec: child subreaper), so that
 	// nothing it started can be re-parented away from it.
 	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-	sb, err := sandbox.Start(ctx, spec)
-	if err != nil {
+	var restoreTTY func()
+	res, err := launcher.RunBridged(ctx, launcher.BridgedRun{
+		Config: cfg, Sandbox: spec, Version: fullVersion(), Logger: loggerOf(c), Signals: sigs,
+		Started: func(sb *sandbox.Sandbox) {
+			if w := sb.CgroupWarning(); w != "" {
+				fmt.Fprintf(c.App.ErrWriter, "sharedos-run: warning: %s\n", w)
+			}
+			if spec.TTY {
+				restoreTTY = makeRaw(spec.Stdin)
+			}
+		},
+	})
+	if restoreTTY != nil {
+		restoreTTY()
+	}
+	var sbErr *launcher.SandboxError
+	if errors.As(err, &sbErr) {
 		fmt.Fprintf(c.App.ErrWriter, "sharedos-run: %v\n", err)
 		return exitStatus(exitSandbox)
 	}
-	if w := sb.CgroupWarning(); w != "" {
-		fmt.Fprintf(c.App.ErrWriter, "sharedos-run: warning: %s\n", w)
+	if err != nil {
+		return err
 	}
-	if spec.TTY {
-		if restore := makeRaw(spec.Stdin); restore != nil {
-			defer restore()
-		}
-	}
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case s := <-sigs:
-				sb.Signal(s.(syscall.Signal))
-			case <-done:
-				return
-			}
-		}
-	}()
-	if err := sb.Go(); err != nil {
-		fmt.Fprintf(c.App.ErrWriter, "sharedos-run: %v\n", err)
-	}
-	out := sb.Wait()
-	close(done)
 	if p := c.String("outcome"); p != "" {
-		if err := writeOutcome(p, out); err != nil {
+		if err := writeOutcome(p, res); err != nil {
 			fmt.Fprintf(c.App.ErrWriter, "sharedos-run: write outcome: %v\n", err)
 		}
 	}
-	return exitStatus(outcomeStatus(c.App.ErrWriter, out))
+	return exitStatus(outcomeStatus(c.App.ErrWriter, res.Outcome))
 }
 
 // outcomeStatus maps an outcome to the launcher's exit status, saying why on w.
@@ -232,15 +232,33 @@ type outcomeJSON struct {
 	Violations []sandbox.Violation `json:"violations"`
 	Scratch    string              `json:"scratch"`
 	TeardownMs float64             `json:"teardownMs"`
+	Bridge     bridgeJSON          `json:"bridge"`
 }
 
-func writeOutcome(path string, out sandbox.Outcome) error {
+// bridgeJSON is what the bridge saw during an exec run.
+type bridgeJSON struct {
+	ExecutionID string         `json:"executionId"`
+	CatalogHash string         `json:"catalogHash"`
+	PolicyHash  string         `json:"policyHash"`
+	Tools       int            `json:"tools"`
+	Initialized bool           `json:"initialized"`
+	Listed      bool           `json:"listed"`
+	Events      []bridge.Event `json:"events"`
+}
+
+func writeOutcome(path string, res *launcher.BridgedResult) error {
+	out := res.Outcome
 	if out.Violations == nil {
 		out.Violations = []sandbox.Violation{}
 	}
 	j := outcomeJSON{ExitCode: out.ExitCode, Signal: out.Signal, TimedOut: out.TimedOut, Killed: out.Killed,
 		StartError: out.StartError, CgroupMode: out.CgroupMode, Stats: out.Stats, Violations: out.Violations,
-		Scratch: out.Scratch, TeardownMs: float64(out.Teardown.Microseconds()) / 1000}
+		Scratch: out.Scratch, TeardownMs: float64(out.Teardown.Microseconds()) / 1000,
+		Bridge: bridgeJSON{ExecutionID: res.ExecutionID, CatalogHash: res.Catalog.CatalogHash, PolicyHash: res.PolicyHash,
+			Tools: len(res.Catalog.Tools), Initialized: res.Initialized, Listed: res.Listed, Events: res.Events}}
+	if j.Bridge.Events == nil {
+		j.Bridge.Events = []bridge.Event{}
+	}
 	if out.Err != nil {
 		j.Error = out.Err.Error()
 	}
