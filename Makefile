@@ -3,10 +3,15 @@ GO      ?= go
 BIN     ?= bin/sharedos-run
 PKGS    := ./...
 
-.PHONY: build deps test lint bench fuzz clean
+.PHONY: build demo deps test lint bench fuzz clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/sharedos-run
+
+# What works end to end today: the catalogue, and a command in the sandbox acting
+# only through the bridge (needs root).
+demo:
+	scripts/demo.sh
 
 # Test dependencies outside Go: the pinned MCP TypeScript SDK (interop tests).
 deps:
