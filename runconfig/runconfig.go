@@ -262,6 +262,9 @@ func (f File) resolve(baseDir string) (*Config, error) {
 	if real, err := filepath.EvalSymlinks(ws); err == nil {
 		ws = real
 	}
+	if ws == "/" {
+		return nil, errors.New("workspace: refusing / (the whole file system) as a workspace; run from a project directory or pass --workspace DIR")
+	}
 	cfg := &Config{Workspace: ws, Budgets: f.Budgets, HostDeny: f.HostDeny}
 	cfg.StateDir, err = stateDir(f.StateDir, ws, abs)
 	if err != nil {
@@ -326,29 +329,38 @@ func (c FileContext) resolve() (policy.AccessContext, error) {
 }
 
 // stateDir is where snapshots and file metadata live: the configured directory, else
-// one per workspace under the user's state directory. It must be outside the
+// one per workspace under the user's state directory — or, when the workspace
+// contains that (a workspace at HOME, say), under /var/tmp. It must be outside the
 // workspace, so that the harness cannot reach it through the files tools.
 func stateDir(configured, workspace string, abs func(string) string) (string, error) {
-	dir := ""
 	if configured != "" {
-		dir = abs(configured)
-	} else {
-		base := os.Getenv("XDG_STATE_HOME")
-		if base == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return "", fmt.Errorf("stateDir: not set and no home directory to default to: %w", err)
-			}
-			base = filepath.Join(home, ".local", "state")
+		dir := abs(configured)
+		if within(workspace, dir) {
+			return "", fmt.Errorf("stateDir: %s is inside the workspace; it must be outside so that tools cannot reach it", dir)
 		}
-		sum := sha256.Sum256([]byte(workspace))
-		dir = filepath.Join(base, "sharedos-run", "workspaces", hex.EncodeToString(sum[:8]))
+		return dir, nil
 	}
-	rel, err := filepath.Rel(workspace, dir)
-	if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("stateDir: %s is inside the workspace; it must be outside so that tools cannot reach it", dir)
+	sum := sha256.Sum256([]byte(workspace))
+	leaf := filepath.Join("sharedos-run", "workspaces", hex.EncodeToString(sum[:8]))
+	var candidates []string
+	if base := os.Getenv("XDG_STATE_HOME"); base != "" {
+		candidates = append(candidates, filepath.Join(base, leaf))
+	} else if home, err := os.UserHomeDir(); err == nil {
+		candidates = append(candidates, filepath.Join(home, ".local", "state", leaf))
 	}
-	return dir, nil
+	candidates = append(candidates, filepath.Join("/var/tmp", fmt.Sprintf("sharedos-run-%d", os.Geteuid()), "workspaces", hex.EncodeToString(sum[:8])))
+	for _, dir := range candidates {
+		if !within(workspace, dir) {
+			return dir, nil
+		}
+	}
+	return "", fmt.Errorf("stateDir: every default (%s) is inside the workspace %s; set stateDir in a run configuration", strings.Join(candidates, ", "), workspace)
+}
+
+// within reports whether p is dir or below it.
+func within(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // Namespaces returns the namespace store the configuration names: file-backed when a

@@ -159,3 +159,19 @@ namespaces: {enabled: [files], settingsFile: ns.json}
 		t.Fatalf("re-seeded: %v", got)
 	}
 }
+
+func TestDefaultStateDirAvoidsTheWorkspace(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Setenv("HOME", home)
+	cfg, err := Default(home, false, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if within(cfg.Workspace, cfg.StateDir) || !strings.HasPrefix(cfg.StateDir, "/var/tmp/") {
+		t.Fatalf("workspace %s, state %s", cfg.Workspace, cfg.StateDir)
+	}
+	if _, err := Default("/", false, time.Now()); err == nil || !strings.Contains(err.Error(), "refusing /") {
+		t.Fatalf("workspace / accepted: %v", err)
+	}
+}

@@ -147,8 +147,8 @@ func TestAPIAbortWithoutGo(t *testing.T) {
 }
 
 func TestSpecValidation(t *testing.T) {
+	// An empty command is allowed at Start (GoCommand brings it) and refused by Go.
 	bad := []Spec{
-		{},
 		{Command: []string{"x"}, PassEnv: []string{"LD_PRELOAD"}},
 		{Command: []string{"x"}, PassEnv: []string{"A=B"}},
 		{Command: []string{"x"}, Env: []string{"NOEQUALS"}},
@@ -205,4 +205,32 @@ func mustAddr(t *testing.T, s string) netip.Addr {
 		t.Fatal(err)
 	}
 	return a
+}
+
+func TestGoCommandAndVisible(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	// A directory below /tmp (hidden inside) made visible, read-only.
+	visible := t.TempDir()
+	os.WriteFile(filepath.Join(visible, "marker"), []byte("seen"), 0o644)
+	var out bytes.Buffer
+	sb, err := Start(context.Background(), Spec{Visible: []string{visible}, Stdout: &out, Stderr: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.Home() == "" || !strings.HasPrefix(sb.Home(), sb.Scratch()) || !strings.HasPrefix(sb.WorkDir(), sb.Scratch()) {
+		t.Fatalf("home %q work %q scratch %q", sb.Home(), sb.WorkDir(), sb.Scratch())
+	}
+	if err := sb.Go(); err == nil {
+		t.Fatal("Go without a command accepted")
+	}
+	script := "cat " + filepath.Join(visible, "marker") + "; echo; (echo x > " + filepath.Join(visible, "marker") + ") 2>/dev/null && echo WROTE || echo READONLY; echo $EXTRA"
+	if err := sb.GoCommand([]string{"sh", "-c", script}, "EXTRA=given"); err != nil {
+		t.Fatal(err)
+	}
+	o := sb.Wait()
+	if o.ExitCode != 0 || out.String() != "seen\nREADONLY\ngiven\n" {
+		t.Fatalf("exit %d, output %q", o.ExitCode, out.String())
+	}
 }

@@ -96,7 +96,11 @@ func TestUserNamespacesForbidden(t *testing.T) {
 	// namespaces set to 0; inside it, run the launcher as nobody.
 	script := `echo 0 > /proc/sys/user/max_user_namespaces && exec setpriv --reuid=65534 --regid=65534 --clear-groups "$@"`
 	cmd := exec.Command("sh", "-c", script, "sh", sharedosBin, "exec", "--", "echo", "BREACH")
-	cmd.Dir = "/"
+	// exec serves the bridge over the working directory, with its state under HOME:
+	// both must be usable by nobody, so that the refusal is the user namespace's.
+	dir := runDir(t, nobody)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + dir}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:                 syscall.CLONE_NEWUSER,
 		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 65536}},

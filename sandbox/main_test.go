@@ -185,7 +185,12 @@ func startExec(t *testing.T, o execOpts, mark string) *running {
 	}
 	args = append(args, o.argv...)
 	cmd := exec.Command(sharedosBin, args...)
-	cmd.Dir = "/"
+	// exec serves the bridge over the current directory as its workspace: give each
+	// run a workspace of its own that its uid can use.
+	ws := filepath.Join(dir, "ws")
+	os.Mkdir(ws, 0o755)
+	os.Chown(ws, o.uid, o.uid)
+	cmd.Dir = ws
 	cmd.Env = o.env
 	if cmd.Env == nil {
 		cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C.UTF-8"}

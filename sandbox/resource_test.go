@@ -30,15 +30,18 @@ func TestMemoryHogOOMKilled(t *testing.T) {
 }
 
 func TestCPULimitObservable(t *testing.T) {
-	// One second of busy loop: with 0.2 CPU it may use about 0.2 s of CPU time.
+	// One second of busy loop: with 0.2 CPU it may use at most about 0.2 s of CPU
+	// time, however loaded the machine is (the quota is a ceiling, not a share). The
+	// unlimited run is logged for comparison only: on a busy machine it gets less
+	// than a full core, so it proves nothing either way.
 	busy := "timeout 1 sh -c 'while :; do :; done'; true"
 	limited := runExec(t, execOpts{flags: []string{"--cpus", "0.2"}, command: busy})
 	free := runExec(t, execOpts{command: busy})
 	expectCode(t, limited, 0)
 	l, f := limited.outcome.Stats.CPUTime, free.outcome.Stats.CPUTime
 	t.Logf("cpu time: limited %v, unlimited %v", l, f)
-	if l <= 0 || l > 450*time.Millisecond || f < 700*time.Millisecond {
-		t.Errorf("CPU limit not observable: limited %v, unlimited %v", l, f)
+	if l < 20*time.Millisecond || l > 350*time.Millisecond {
+		t.Errorf("CPU limit not observable: limited run used %v of CPU in 1s at --cpus 0.2", l)
 	}
 }
 

@@ -37,9 +37,37 @@ func (sb *Sandbox) cgroupPaths() []string {
 	return sb.cg.paths()
 }
 
+// Home is the command's private HOME (in the scratch directory).
+func (sb *Sandbox) Home() string { return sb.sc.home }
+
+// WorkDir is the command's working directory: the spec's Dir, else the scratch work
+// directory.
+func (sb *Sandbox) WorkDir() string {
+	if sb.spec.Dir != "" {
+		return sb.spec.Dir
+	}
+	return sb.sc.work
+}
+
+// GoCommand releases a command built after Start (from the sandbox's paths and
+// listeners), with extra KEY=VALUE variables. Extra variables come last and win.
+func (sb *Sandbox) GoCommand(command []string, extraEnv ...string) error {
+	if len(command) == 0 {
+		return errors.New("sandbox: no command to run")
+	}
+	sb.mu.Lock()
+	sb.spec.Command = command
+	sb.mu.Unlock()
+	return sb.Go(extraEnv...)
+}
+
 // Go releases the command, with extra KEY=VALUE variables (the bridge URL, say).
 func (sb *Sandbox) Go(extraEnv ...string) error {
 	sb.mu.Lock()
+	if len(sb.spec.Command) == 0 && !sb.spec.probe {
+		sb.mu.Unlock()
+		return errors.New("sandbox: no command to run")
+	}
 	if sb.went || sb.killed {
 		sb.mu.Unlock()
 		return errors.New("sandbox: Go called twice or after Kill")

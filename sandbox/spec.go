@@ -11,7 +11,9 @@ import (
 
 // Spec is everything one run needs. Zero values mean "the safe default".
 type Spec struct {
-	// Command is argv; Command[0] is looked up on the sandbox's PATH.
+	// Command is argv; Command[0] is looked up on the sandbox's PATH. It may be left
+	// empty when the caller gives it to GoCommand (a launch that needs the sandbox's
+	// paths and ports to build its own argv).
 	Command []string
 	// Env holds extra KEY=VALUE pairs for the command (after the defaults, before the
 	// proxy variables, which cannot be overridden).
@@ -43,6 +45,9 @@ type Spec struct {
 
 	// Writable lists paths that stay writable inside (the root is read-only).
 	Writable []string
+	// Visible lists directories that stay visible, read-only, at their own place even
+	// below a hidden directory (an install prefix under /tmp, say).
+	Visible []string
 
 	// TTY runs the command on a pseudo-terminal.
 	TTY bool
@@ -131,9 +136,6 @@ const (
 )
 
 func (s *Spec) validate() error {
-	if len(s.Command) == 0 && !s.probe {
-		return errors.New("no command to run")
-	}
 	for _, name := range s.PassEnv {
 		if err := checkPassEnv(name); err != nil {
 			return err

@@ -118,6 +118,13 @@ func (sb *Sandbox) prepareFiles() error {
 		}
 		s.Writable[i] = p
 	}
+	for i, v := range s.Visible {
+		p, err := realDir(v)
+		if err != nil {
+			return fmt.Errorf("visible directory %s: %w", v, err)
+		}
+		s.Visible[i] = p
+	}
 	if s.Dir != "" {
 		p, err := realDir(s.Dir)
 		if err != nil {
@@ -412,6 +419,9 @@ func (sb *Sandbox) mountPlan() mountPlan {
 	}
 	if sb.spec.Dir != "" {
 		binds[sb.spec.Dir] = writable[sb.spec.Dir]
+	}
+	for _, v := range sb.spec.Visible {
+		binds[v] = writable[v]
 	}
 	for path, w := range binds {
 		p.Binds = append(p.Binds, bindSpec{Path: path, Writable: w})
