@@ -31,11 +31,16 @@ import (
 
 // Wire APIs a scripted model may have to speak (Spec.ModelAPI).
 const (
-	APIAnthropicMessages  = "anthropic-messages"
-	APIOpenAIResponses    = "openai-responses"
-	APIOpenAICompletions  = "openai-completions"
-	defaultProbeTimeout   = 10 * time.Second
-	mcpServerName         = "sharedos" // the one MCP server every launch configures
+	APIAnthropicMessages = "anthropic-messages"
+	APIOpenAIResponses   = "openai-responses"
+	APIOpenAICompletions = "openai-completions"
+)
+
+const (
+	defaultProbeTimeout = 10 * time.Second
+	mcpServerName       = "sharedos" // the one MCP server every launch configures
+	// customModelProviderID names the provider entry Codex and Pi get for a
+	// custom endpoint; distinct from every built-in provider id.
 	customModelProviderID = "sharedos_model"
 )
 
