@@ -152,6 +152,9 @@ func TestGoSDKClientInterop(t *testing.T) {
 	if !f.server.Initialized() || !f.server.Listed() {
 		t.Error("initialize/list not observed")
 	}
+	if ev[0].Kind != EventInitialize || ev[0].Client != "go-sdk-interop/1" || ev[0].ProtocolVersion == "" {
+		t.Errorf("initialize event %+v", ev[0])
+	}
 }
 
 func countDecision(events []Event, decision string) int {

@@ -333,7 +333,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			res, err := next(ctx, method, req)
 			if err == nil {
 				e := Event{Time: s.clock(), Kind: EventInitialize}
-				if ir, ok := req.(*mcp.InitializeRequest); ok && ir.Params != nil && ir.Params.ClientInfo != nil {
+				if ir, ok := req.(*mcp.ServerRequest[*mcp.InitializeParams]); ok && ir.Params != nil && ir.Params.ClientInfo != nil {
 					e.Client = ir.Params.ClientInfo.Name + "/" + ir.Params.ClientInfo.Version
 				}
 				s.initialized.Store(true)

@@ -135,11 +135,12 @@ func piLaunch(in LaunchInput) (Launch, error) {
 			"url": in.BridgeURL, "headers": headers, "lifecycle": "eager", "directTools": true,
 		}}})
 		l.MCPExtension, l.MCPExtensionVersion = piAdapterPackage, piAdapterVersion
-		// The adapter always registers its `mcp` proxy tool next to the
-		// direct tools. It reaches only configured servers (the bridge), but
-		// it is the harness's tool, not a catalogue entry: declared, as Codex's
+		// The adapter always registers its `mcp` proxy tool and its
+		// `mcpScript` tool next to the direct tools (seen with 2.36.0). They
+		// reach only configured servers (the bridge), but they are the
+		// harness's tools, not catalogue entries: declared, as Codex's
 		// MCP-resource tools are.
-		l.DeclaredLocalTools = []string{"mcp"}
+		l.DeclaredLocalTools = []string{"mcp", "mcpScript"}
 		l.ToolNaming = "sharedos_<tool> (directTools), or the proxy mcp({tool: \"sharedos_<tool>\", args})"
 	case MCPNative:
 		err = add(filepath.Join(agentDir, "mcp.json"), map[string]any{"mcpServers": map[string]any{mcpServerName: map[string]any{

@@ -87,7 +87,10 @@ type Config struct {
 	NamespaceSettingsFile string
 	Budgets               kernel.Budgets
 	ToolPolicy            policy.ToolPolicy
-	HostDeny              []string
+	// ToolPolicyDeclared is true when the configuration file gave a toolPolicy; a
+	// harness turn otherwise declares the launch's own local tools (still strict).
+	ToolPolicyDeclared bool
+	HostDeny           []string
 }
 
 // Overrides are command-line flags that win over the file or the default.
@@ -303,7 +306,7 @@ func (f File) resolve(baseDir string) (*Config, error) {
 	}
 	cfg.ToolPolicy = policy.DefaultToolPolicy()
 	if f.ToolPolicy != nil {
-		cfg.ToolPolicy = *f.ToolPolicy
+		cfg.ToolPolicy, cfg.ToolPolicyDeclared = *f.ToolPolicy, true
 	}
 	for i, d := range f.HostDeny {
 		if err := policy.ValidateToolName(strings.TrimSuffix(d, ".*")); err != nil {

@@ -36,8 +36,9 @@
 // is emitted by exactly that name, whether offered or not (the log says which), for
 // the "the model asks for the harness's own shell" tests.
 //
-// A request that offers no tools at all is a side request (title generation, a quota
-// probe): it is answered with SideText and does not advance the script.
+// A request that offers no tools at all, before the script's end, is taken for a side
+// request (title generation, a quota probe) and answered with SideText rather than a
+// call no harness could route; the log shows Reply="side_text" and the empty offer.
 //
 // Every request is recorded (RequestLog): the tools offered, the step chosen, the
 // harness-facing name emitted and whether it was offered. That record is how the

@@ -3,6 +3,7 @@ package scriptedmodel
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -235,4 +236,67 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// shape reduces JSON to its structure: object keys and value kinds, recursively,
+// with array elements merged. Ids, times and texts differ between the fakes; the
+// structure is what a CLI's parser depends on.
+func shape(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			out[k] = shape(e)
+		}
+		return out
+	case []any:
+		if len(x) == 0 {
+			return "[]"
+		}
+		return []any{shape(x[0])}
+	case nil:
+		return "null"
+	default:
+		return fmt.Sprintf("%T", x)
+	}
+}
+
+// TestReferenceReplyShapes compares each reply with the reference fake's reply to
+// the same request (the bytes the CLI accepted in the sample run): the same SSE
+// event sequence, and every event's data of the same JSON shape.
+func TestReferenceReplyShapes(t *testing.T) {
+	script := Script{Steps: []Step{{Tool: "echo", Arguments: json.RawMessage(`{"text":"hello from the fake model"}`)}}, Final: "FAKE-DONE"}
+	for _, dir := range []string{"all-claude-1", "all-codex-1", "codex-codemode", "all-pi16-adapter-1", "all-pi16-builtin-1", "all-pi16-rpc-1"} {
+		t.Run(dir, func(t *testing.T) {
+			s := startServer(t, Options{Script: script})
+			for i, en := range loadSample(t, dir) {
+				ref, err := os.ReadFile(filepath.Join("testdata", dir, fmt.Sprintf("reference-reply-%d.txt", i)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := post(t, s, en.Path, []byte(en.Body))
+				if !strings.HasPrefix(r.header.Get("Content-Type"), contentSSE) {
+					t.Fatalf("request %d: Content-Type %q", i, r.header.Get("Content-Type"))
+				}
+				ours, theirs := parseSSE(t, r.body), parseSSE(t, ref)
+				if a, b := eventNames(ours), eventNames(theirs); len(ours) != len(theirs) || fmt.Sprint(a) != fmt.Sprint(b) {
+					t.Fatalf("request %d: events %q, reference %q", i, a, b)
+				}
+				for j := range ours {
+					if ours[j].data == "[DONE]" || theirs[j].data == "[DONE]" {
+						if ours[j].data != theirs[j].data {
+							t.Fatalf("request %d event %d: %q vs %q", i, j, ours[j].data, theirs[j].data)
+						}
+						continue
+					}
+					var a, b any
+					json.Unmarshal([]byte(ours[j].data), &a)
+					json.Unmarshal([]byte(theirs[j].data), &b)
+					if !reflect.DeepEqual(shape(a), shape(b)) {
+						t.Fatalf("request %d event %d (%s) differs in shape:\nours      %s\nreference %s", i, j, ours[j].name, ours[j].data, theirs[j].data)
+					}
+				}
+			}
+		})
+	}
 }

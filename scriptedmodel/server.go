@@ -1,8 +1,9 @@
 package scriptedmodel
 
 import (
-	"compress/flate"
+	"bytes"
 	"compress/gzip"
+	"compress/zlib"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -66,7 +67,8 @@ type Options struct {
 	ModelID string
 	// Logger receives one debug line per request (default: discard).
 	Logger *slog.Logger
-	// OnRequest, when set, receives every request's log entry as it is answered.
+	// OnRequest, when set, receives every request's log entry, synchronously and
+	// before the reply is sent (so it must be quick); calls may be concurrent.
 	OnRequest func(RequestLog)
 }
 
@@ -207,11 +209,17 @@ func (s *Server) Requests() []RequestLog {
 	return append([]RequestLog(nil), s.log...)
 }
 
+// record logs a request. It runs before the reply is written, so a client that has
+// its reply can already see the entry in Requests.
 func (s *Server) record(e RequestLog) {
 	s.mu.Lock()
 	s.log = append(s.log, e)
 	s.mu.Unlock()
-	s.logger.Debug("scripted model request", "api", e.API, "path", e.Path, "status", e.Status, "step", e.Step,
+	level := slog.LevelDebug
+	if e.Status >= 400 {
+		level = slog.LevelWarn // a harness the model server cannot understand is worth seeing
+	}
+	s.logger.Log(context.Background(), level, "scripted model request", "api", e.API, "path", e.Path, "status", e.Status, "step", e.Step,
 		"tool", e.EmittedTool, "via", e.Via, "offered", e.Offered, "reply", e.Reply, "error", e.Error)
 	if s.onRequest != nil {
 		s.onRequest(e)
@@ -245,14 +253,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// HEAD is a connectivity probe some clients make; it gets an empty 200 anywhere.
 	if r.Method == http.MethodHead {
 		e.Status, e.Reply = http.StatusOK, ReplyProbe
-		w.WriteHeader(http.StatusOK)
 		s.record(e)
+		w.WriteHeader(http.StatusOK)
 		return
 	}
 	fail := func(status int, msg string) {
 		e.Status, e.Reply, e.Error = status, ReplyError, msg
-		writeError(w, api, status, msg)
 		s.record(e)
+		writeError(w, api, status, msg)
 	}
 	if api == APIUnknown {
 		fail(http.StatusNotFound, "no such endpoint: "+r.URL.Path)
@@ -264,11 +272,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if api == APIModels {
-		s.models(w, r, &e)
+		body := s.models(r)
+		e.Status, e.Reply = http.StatusOK, ReplyModels
 		s.record(e)
+		w.Header().Set("Content-Type", contentJSON)
+		w.Write(body)
 		return
 	}
-	body, status, err := readBody(r)
+	body, status, err := readBody(w, r)
 	if err != nil {
 		fail(status, err.Error())
 		return
@@ -299,9 +310,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.Set("Cache-Control", "no-cache")
 	}
 	h.Set("request-id", "req_"+newID())
+	s.record(e)
 	w.WriteHeader(http.StatusOK)
 	w.Write(rep.body)
-	s.record(e)
 }
 
 // reply is a whole response body. Replies are built in full before they are sent:
@@ -318,8 +329,8 @@ const (
 	contentSSE  = "text/event-stream"
 )
 
-func readBody(r *http.Request) ([]byte, int, error) {
-	var rd io.Reader = http.MaxBytesReader(nil, r.Body, maxBody)
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, error) {
+	var rd io.Reader = http.MaxBytesReader(w, r.Body, maxBody)
 	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
 	case "", "identity":
 	case "gzip":
@@ -328,8 +339,12 @@ func readBody(r *http.Request) ([]byte, int, error) {
 			return nil, http.StatusBadRequest, fmt.Errorf("bad gzip body: %w", err)
 		}
 		rd = zr
-	case "deflate":
-		rd = flate.NewReader(rd)
+	case "deflate": // HTTP's deflate is zlib-wrapped (RFC 9110)
+		zr, err := zlib.NewReader(rd)
+		if err != nil {
+			return nil, http.StatusBadRequest, fmt.Errorf("bad deflate body: %w", err)
+		}
+		rd = zr
 	default:
 		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("unsupported Content-Encoding %q", enc)
 	}
@@ -354,7 +369,7 @@ func decodeObject(body []byte, v any) error {
 	if err := json.Unmarshal(body, &probe); err != nil {
 		return fmt.Errorf("bad JSON: %w", err)
 	}
-	if len(probe) == 0 || probe[0] != '{' {
+	if probe = bytes.TrimSpace(probe); len(probe) == 0 || probe[0] != '{' {
 		return errors.New("the body must be a JSON object")
 	}
 	if err := json.Unmarshal(body, v); err != nil {
@@ -404,7 +419,7 @@ func (s *Server) decide(t turn, e *RequestLog) decision {
 	return decision{kind: ReplyToolCall, call: c}
 }
 
-func (s *Server) models(w http.ResponseWriter, r *http.Request, e *RequestLog) {
+func (s *Server) models(r *http.Request) []byte {
 	m := map[string]any{
 		// Both dialects in one object: OpenAI's (object, owned_by) and Anthropic's
 		// (type, display_name, created_at).
@@ -418,9 +433,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request, e *RequestLog) {
 		body, _ = json.Marshal(map[string]any{"object": "list", "data": []any{m},
 			"has_more": false, "first_id": s.modelID, "last_id": s.modelID})
 	}
-	e.Status, e.Reply = http.StatusOK, ReplyModels
-	w.Header().Set("Content-Type", contentJSON)
-	w.Write(body)
+	return body
 }
 
 func countTokens(body []byte) (reply, error) {

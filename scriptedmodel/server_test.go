@@ -3,23 +3,29 @@ package scriptedmodel
 import (
 	"bytes"
 	"compress/gzip"
+	"compress/zlib"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 )
 
-var threeSteps = Script{
-	Steps: []Step{
-		{Tool: "files.list", Arguments: json.RawMessage(`{"path":[]}`)},
-		{Tool: "files.read", Arguments: json.RawMessage(`{"path":["README.md"]}`)},
-		{Tool: "files.create", Arguments: json.RawMessage(`{"path":["out","new.txt"],"content":"hi"}`)},
-	},
-	Final: "all done",
+// threeSteps is the script most tests run: a read-list-write turn like the
+// end-to-end tests'.
+func threeSteps() Script {
+	return Script{
+		Steps: []Step{
+			{Tool: "files.list", Arguments: json.RawMessage(`{"path":[]}`)},
+			{Tool: "files.read", Arguments: json.RawMessage(`{"path":["README.md"]}`)},
+			{Tool: "files.create", Arguments: json.RawMessage(`{"path":["out","new.txt"],"content":"hi"}`)},
+		},
+		Final: "all done",
+	}
 }
 
 // conversation builds a request for api offering tools, with n tool results
@@ -74,10 +80,17 @@ func conversation(api string, stream bool, tools []string, n int, result func(in
 	}
 }
 
-var apiPaths = map[string]string{APIAnthropic: "/v1/messages", APIResponses: "/v1/responses", APIChat: "/v1/chat/completions"}
+func apiPath(api string) string {
+	return map[string]string{APIAnthropic: "/v1/messages", APIResponses: "/v1/responses", APIChat: "/v1/chat/completions"}[api]
+}
 
-var toolStop = map[string]string{APIAnthropic: "tool_use", APIResponses: "completed", APIChat: "tool_calls"}
-var textStop = map[string]string{APIAnthropic: "end_turn", APIResponses: "completed", APIChat: "stop"}
+// stopFor is the stop_reason / status / finish_reason a reply carries.
+func stopFor(api string, toolCall bool) string {
+	if toolCall {
+		return map[string]string{APIAnthropic: "tool_use", APIResponses: "completed", APIChat: "tool_calls"}[api]
+	}
+	return map[string]string{APIAnthropic: "end_turn", APIResponses: "completed", APIChat: "stop"}[api]
+}
 
 // TestStepSelection walks the script on every API, in SSE and JSON: the step is the
 // number of tool results in the conversation, and after the last comes the final text.
@@ -86,10 +99,11 @@ func TestStepSelection(t *testing.T) {
 	for _, api := range []string{APIAnthropic, APIResponses, APIChat} {
 		for _, stream := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/stream=%v", api, stream), func(t *testing.T) {
-				s := startServer(t, Options{Script: threeSteps})
+				sc := threeSteps()
+				s := startServer(t, Options{Script: sc})
 				for n := 0; n <= 4; n++ {
 					req := conversation(api, stream, offered, n, func(i int) string { return fmt.Sprintf("result %d", i) })
-					r := post(t, s, apiPaths[api], req)
+					r := post(t, s, apiPath(api), req)
 					if ct := r.header.Get("Content-Type"); stream != strings.HasPrefix(ct, contentSSE) {
 						t.Fatalf("stream=%v but Content-Type %q", stream, ct)
 					}
@@ -98,10 +112,10 @@ func TestStepSelection(t *testing.T) {
 					if log.Step != n || log.Stream != stream || len(log.ToolResults) != n {
 						t.Fatalf("n=%d: log %+v", n, log)
 					}
-					if n < len(threeSteps.Steps) {
-						st := threeSteps.Steps[n]
+					if n < len(sc.Steps) {
+						st := sc.Steps[n]
 						want := "mcp__sharedos__" + portable(st.Tool)
-						if got.kind != "tool" || got.name != want || got.stop != toolStop[api] {
+						if got.kind != "tool" || got.name != want || got.stop != stopFor(api, true) {
 							t.Fatalf("n=%d: got %+v, want a call to %s", n, got, want)
 						}
 						var wantArgs map[string]any
@@ -114,7 +128,7 @@ func TestStepSelection(t *testing.T) {
 						}
 						continue
 					}
-					if got.kind != "text" || got.text != threeSteps.Final || got.stop != textStop[api] || log.Reply != ReplyFinal {
+					if got.kind != "text" || got.text != sc.Final || got.stop != stopFor(api, false) || log.Reply != ReplyFinal {
 						t.Fatalf("n=%d: got %+v, log %+v; want the final text", n, got, log)
 					}
 				}
@@ -137,7 +151,7 @@ func TestUnofferedAndLocalSteps(t *testing.T) {
 			s := startServer(t, Options{Script: sc})
 			strict := []string{"mcp__sharedos__files_read"}
 			// Step 0: the catalogue tool is not offered; the model asks by the best guess.
-			got := readReply(t, api, post(t, s, apiPaths[api], conversation(api, false, strict, 0, nil)))
+			got := readReply(t, api, post(t, s, apiPath(api), conversation(api, false, strict, 0, nil)))
 			if got.name != "mcp__sharedos__files_delete" || got.namespace != "" {
 				t.Fatalf("unoffered step emitted %+v", got)
 			}
@@ -147,7 +161,7 @@ func TestUnofferedAndLocalSteps(t *testing.T) {
 			}
 			// Step 1: the harness's shell, absent under a strict launch: asked for anyway.
 			res := func(int) string { return "Error: No such tool available: mcp__sharedos__files_delete" }
-			got = readReply(t, api, post(t, s, apiPaths[api], conversation(api, true, strict, 1, res)))
+			got = readReply(t, api, post(t, s, apiPath(api), conversation(api, true, strict, 1, res)))
 			if got.name != "Bash" || got.args["command"] != "cat /etc/passwd" {
 				t.Fatalf("local step emitted %+v", got)
 			}
@@ -156,7 +170,7 @@ func TestUnofferedAndLocalSteps(t *testing.T) {
 				t.Fatalf("log %+v", l)
 			}
 			// Step 2: a launch that does offer Bash; the log says it was offered.
-			readReply(t, api, post(t, s, apiPaths[api], conversation(api, false, append(strict, "Bash"), 2, res)))
+			readReply(t, api, post(t, s, apiPath(api), conversation(api, false, append(strict, "Bash"), 2, res)))
 			if l = s.Requests()[2]; !l.Offered || l.EmittedTool != "Bash" {
 				t.Fatalf("log %+v", l)
 			}
@@ -167,9 +181,9 @@ func TestUnofferedAndLocalSteps(t *testing.T) {
 // A request offering no tools (a title or quota probe) gets SideText and does not
 // consume a step.
 func TestSideRequest(t *testing.T) {
-	s := startServer(t, Options{Script: threeSteps})
+	s := startServer(t, Options{Script: threeSteps()})
 	for _, api := range []string{APIAnthropic, APIResponses, APIChat} {
-		got := readReply(t, api, post(t, s, apiPaths[api], conversation(api, true, nil, 0, nil)))
+		got := readReply(t, api, post(t, s, apiPath(api), conversation(api, true, nil, 0, nil)))
 		if got.kind != "text" || got.text != SideText {
 			t.Fatalf("%s: got %+v", api, got)
 		}
@@ -182,7 +196,7 @@ func TestSideRequest(t *testing.T) {
 }
 
 func TestCodeModeAndProxyThroughServer(t *testing.T) {
-	s := startServer(t, Options{Script: threeSteps})
+	s := startServer(t, Options{Script: threeSteps()})
 	// Codex code mode: no tools, an additional_tools item with the freeform exec.
 	req := map[string]any{"model": "gpt-test", "stream": true, "input": []any{
 		map[string]any{"type": "additional_tools", "role": "developer", "tools": []any{
@@ -216,7 +230,7 @@ func TestCodeModeAndProxyThroughServer(t *testing.T) {
 }
 
 func TestModelsCountTokensAndQuery(t *testing.T) {
-	s := startServer(t, Options{Script: threeSteps, ModelID: "scripted-x"})
+	s := startServer(t, Options{Script: threeSteps(), ModelID: "scripted-x"})
 	r := do(t, http.MethodGet, s.URL()+"/v1/models", nil, nil)
 	m := obj(t, string(r.body))
 	if r.status != 200 || m["data"].([]any)[0].(map[string]any)["id"] != "scripted-x" {
@@ -250,7 +264,7 @@ func TestModelsCountTokensAndQuery(t *testing.T) {
 }
 
 func TestMalformedRequests(t *testing.T) {
-	s := startServer(t, Options{Script: threeSteps})
+	s := startServer(t, Options{Script: threeSteps()})
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
 	zw.Write([]byte(`{"model":"m","stream":false,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"mcp__sharedos__files_list"}]}`))
@@ -312,7 +326,7 @@ func TestMalformedRequests(t *testing.T) {
 func TestConcurrentRequests(t *testing.T) {
 	var mu sync.Mutex
 	seen := 0
-	s := startServer(t, Options{Script: threeSteps, OnRequest: func(RequestLog) { mu.Lock(); seen++; mu.Unlock() },
+	s := startServer(t, Options{Script: threeSteps(), OnRequest: func(RequestLog) { mu.Lock(); seen++; mu.Unlock() },
 		Logger: slog.New(slog.DiscardHandler)})
 	offered := []string{"mcp__sharedos__files_list", "mcp__sharedos__files_read", "mcp__sharedos__files_create"}
 	const workers, each = 8, 12
@@ -324,7 +338,7 @@ func TestConcurrentRequests(t *testing.T) {
 				api := []string{APIAnthropic, APIResponses, APIChat}[(w+i)%3]
 				n := (w + i) % 4
 				body, _ := json.Marshal(conversation(api, i%2 == 0, offered, n, func(int) string { return "r" }))
-				resp, err := http.Post(s.URL()+apiPaths[api], "application/json", bytes.NewReader(body))
+				resp, err := http.Post(s.URL()+apiPath(api), "application/json", bytes.NewReader(body))
 				if err != nil {
 					errs <- err.Error()
 					return
@@ -358,7 +372,7 @@ func TestConcurrentRequests(t *testing.T) {
 }
 
 func TestToolResultTruncated(t *testing.T) {
-	s := startServer(t, Options{Script: threeSteps})
+	s := startServer(t, Options{Script: threeSteps()})
 	long := strings.Repeat("é", 3000) // 6000 bytes, two bytes a rune
 	post(t, s, "/v1/chat/completions", conversation(APIChat, false, []string{"x"}, 1, func(int) string { return long }))
 	got := s.Requests()[0].ToolResults[0]
@@ -394,7 +408,7 @@ func TestServeAndClose(t *testing.T) {
 }
 
 func TestRequestLogJSON(t *testing.T) {
-	s := startServer(t, Options{Script: threeSteps})
+	s := startServer(t, Options{Script: threeSteps()})
 	post(t, s, "/v1/messages", conversation(APIAnthropic, true, []string{"mcp__sharedos__files_list"}, 0, nil))
 	data, err := json.Marshal(s.Requests()[0])
 	if err != nil {
@@ -409,7 +423,7 @@ func TestRequestLogJSON(t *testing.T) {
 }
 
 func BenchmarkAnthropicSSE(b *testing.B) {
-	s := startServer(b, Options{Script: threeSteps})
+	s := startServer(b, Options{Script: threeSteps()})
 	body, _ := json.Marshal(conversation(APIAnthropic, true, []string{"mcp__sharedos__files_list", "mcp__sharedos__files_read"}, 1, func(int) string { return "r" }))
 	b.ResetTimer()
 	for b.Loop() {
@@ -423,5 +437,33 @@ func BenchmarkAnthropicSSE(b *testing.B) {
 		if resp.StatusCode != 200 {
 			b.Fatal(resp.StatusCode)
 		}
+	}
+}
+
+func TestReadBodyLimitsAndEncodings(t *testing.T) {
+	big := bytes.Repeat([]byte(" "), maxBody+1)
+	w := httptest.NewRecorder()
+	if _, status, err := readBody(w, httptest.NewRequest("POST", "/v1/messages", bytes.NewReader(big))); status != http.StatusRequestEntityTooLarge || err == nil {
+		t.Fatalf("oversized body: %d %v", status, err)
+	}
+	// A small compressed body that expands past the limit is refused too.
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(big)
+	zw.Close()
+	req := httptest.NewRequest("POST", "/v1/messages", &gz)
+	req.Header.Set("Content-Encoding", "gzip")
+	if _, status, err := readBody(w, req); status != http.StatusRequestEntityTooLarge || err == nil {
+		t.Fatalf("gzip bomb: %d %v", status, err)
+	}
+	// HTTP deflate is zlib-wrapped.
+	var zb bytes.Buffer
+	zl := zlib.NewWriter(&zb)
+	zl.Write([]byte(`{"a":1}`))
+	zl.Close()
+	req = httptest.NewRequest("POST", "/v1/messages", &zb)
+	req.Header.Set("Content-Encoding", "deflate")
+	if body, _, err := readBody(w, req); err != nil || string(body) != `{"a":1}` {
+		t.Fatalf("deflate: %q %v", body, err)
 	}
 }

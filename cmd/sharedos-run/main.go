@@ -98,6 +98,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) *cli
 		},
 		Metadata: map[string]any{"logger": logger},
 	}
+	app.Commands = append(app.Commands, harnessCommands()...)
 	for _, c := range app.Commands {
 		setUsageHandler(c, onUsage)
 	}
