@@ -33,10 +33,10 @@ func TestExecServesTheBridge(t *testing.T) {
 		t.Skip("curl is not installed (.ci/run installs it)")
 	}
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	// Not under /tmp, which the sandbox hides: the workspace must be visible inside so
-	// that the direct write is refused by the read-only root, not by absence.
-	wd, _ := os.Getwd()
-	ws, err := os.MkdirTemp(wd, ".exec-ws-")
+	// Not under /tmp (nor HOME), which the sandbox hides — wherever the checkout is:
+	// the workspace must be visible inside so that the direct write is refused by the
+	// read-only root, not by absence.
+	ws, err := os.MkdirTemp("/var/tmp", "sharedos-exec-ws-")
 	if err != nil {
 		t.Fatal(err)
 	}
