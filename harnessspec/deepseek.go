@@ -24,7 +24,11 @@ func deepseek() Spec {
 	return Spec{
 		ID:    "deepseek",
 		Label: "DeepSeek Harness",
-		Probe: defaultProbe("dsh"),
+		Probe: func() ProbeSpec {
+			p := defaultProbe("dsh")
+			p.InstallHint = "DeepSeek Harness is not published in an installable form (@deepseek-ai/dsh exists only as release candidates whose dependencies do not resolve); put a dsh on PATH to use it"
+			return p
+		}(),
 		// DeepSeek's API is Chat Completions compatible. harnesses.md names no
 		// dsh flag or variable for a custom endpoint, so this spec does not set
 		// one (see the warning Launch adds).

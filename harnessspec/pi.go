@@ -46,6 +46,7 @@ func pi() Spec {
 			VersionArgs:  []string{"--version"},
 			ParseVersion: parseSemver,
 			Timeout:      defaultProbeTimeout,
+			InstallHint:  "scripts/install-harnesses.sh installs the pinned CLI, its Node 22 and pi-mcp-adapter into .harnesses/",
 		},
 		Options: []OptionSpec{
 			{Name: piOptMCP, Values: []string{MCPExtension, MCPNative}, Default: MCPExtension,

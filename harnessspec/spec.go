@@ -91,6 +91,8 @@ type ProbeSpec struct {
 	ParseVersion func(stdout, stderr string) (string, error)
 	// Timeout bounds the version call (10 s: a hanging CLI is "not available").
 	Timeout time.Duration
+	// InstallHint tells a user who lacks the harness how to get it.
+	InstallHint string
 }
 
 // OptionSpec is one harness-specific launch option with a closed set of values.
@@ -410,5 +412,6 @@ func defaultProbe(exe string) ProbeSpec {
 		VersionArgs:  []string{"--version"},
 		ParseVersion: parseSemver,
 		Timeout:      defaultProbeTimeout,
+		InstallHint:  "scripts/install-harnesses.sh installs the pinned CLI into .harnesses/",
 	}
 }

@@ -32,7 +32,15 @@ func HarnessPrefixes() []string {
 	if wd, err := os.Getwd(); err == nil {
 		out = append(out, filepath.Join(wd, ".harnesses"))
 	}
-	return out
+	seen := map[string]bool{}
+	uniq := out[:0]
+	for _, p := range out {
+		if !seen[p] {
+			seen[p] = true
+			uniq = append(uniq, p)
+		}
+	}
+	return uniq
 }
 
 // Installed is a harness found on this machine.
@@ -83,7 +91,11 @@ func Probe(ctx context.Context, spec harnessspec.Spec, prefixes []string) (Insta
 		if len(prefixes) > 0 {
 			where = "in " + strings.Join(prefixes, ", ") + " or on PATH"
 		}
-		return Installed{}, &NotAvailableError{Harness: spec.ID, Reason: fmt.Sprintf("no %s executable %s (scripts/install-harnesses.sh installs the pinned CLIs)", strings.Join(spec.Probe.Executables, "/"), where)}
+		reason := fmt.Sprintf("no %s executable %s", strings.Join(spec.Probe.Executables, "/"), where)
+		if spec.Probe.InstallHint != "" {
+			reason += "; " + spec.Probe.InstallHint
+		}
+		return Installed{}, &NotAvailableError{Harness: spec.ID, Reason: reason}
 	}
 	timeout := spec.Probe.Timeout
 	if timeout <= 0 {
