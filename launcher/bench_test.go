@@ -99,7 +99,7 @@ func BenchmarkClaudeTurn(b *testing.B) {
 
 	b.Run("sandboxed", func(b *testing.B) {
 		cfg := benchWorld(b)
-		var setup, probe time.Duration
+		var setup, startup, probe time.Duration
 		for i := 0; i < b.N; i++ {
 			start := time.Now()
 			var ready time.Time
@@ -114,6 +114,7 @@ func BenchmarkClaudeTurn(b *testing.B) {
 				b.Fatal(err)
 			}
 			setup += ready.Sub(start)
+			startup += firstInitialize(rec.Execution.Bridge.Events).Sub(ready)
 			if rec.Execution.Status != StatusSucceeded {
 				b.Fatalf("status %s: %s (errors %v)", rec.Execution.Status, rec.Execution.Reason, rec.Execution.Errors)
 			}
@@ -128,55 +129,68 @@ func BenchmarkClaudeTurn(b *testing.B) {
 			probe += time.Since(p)
 			b.StartTimer()
 		}
-		reportTurn(b, setup, probe)
+		reportTurn(b, setup, startup, probe)
 	})
 
 	b.Run("direct", func(b *testing.B) {
 		cfg := benchWorld(b)
-		var setup time.Duration
+		var setup, startup time.Duration
 		for i := 0; i < b.N; i++ {
-			d, err := directTurn(context.Background(), spec, inst, cfg, script)
+			s, u, err := directTurn(context.Background(), spec, inst, cfg, script)
 			if err != nil {
 				b.Fatal(err)
 			}
-			setup += d
+			setup += s
+			startup += u
 		}
-		reportTurn(b, setup, 0)
+		reportTurn(b, setup, startup, 0)
 	})
 }
 
-func reportTurn(b *testing.B, setup, probe time.Duration) {
+func reportTurn(b *testing.B, setup, startup, probe time.Duration) {
 	n := float64(b.N)
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/n, "ms/turn")
 	b.ReportMetric(float64(setup.Microseconds())/1000/n, "setup-ms/turn")
+	b.ReportMetric(float64(startup.Microseconds())/1000/n, "cli-start-ms/turn")
 	if probe > 0 {
 		b.ReportMetric(float64(probe.Microseconds())/1000/n, "probe-ms/turn")
 	}
 	b.ReportMetric(0, "ns/op") // ms/turn says it; ns/op would say it again
 }
 
+// firstInitialize is when the CLI completed MCP initialize with the bridge.
+func firstInitialize(events []bridge.Event) time.Time {
+	for _, e := range events {
+		if e.Kind == bridge.EventInitialize {
+			return e.Time
+		}
+	}
+	panic("no initialize event in a successful turn")
+}
+
 // directTurn is one turn of the CLI outside the sandbox, built as RunTurn builds it.
-// It returns how long the setup before the exec took; an error means the turn did not
+// It returns how long the setup before the exec took and how long the CLI took from
+// the exec to its MCP initialize with the bridge; an error means the turn did not
 // succeed.
-func directTurn(ctx context.Context, spec harnessspec.Spec, inst Installed, cfg *runconfig.Config, script scriptedmodel.Script) (time.Duration, error) {
+func directTurn(ctx context.Context, spec harnessspec.Spec, inst Installed, cfg *runconfig.Config, script scriptedmodel.Script) (setup, startup time.Duration, err error) {
 	start := time.Now()
 	auth, err := NewAuthority(ctx, cfg)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer auth.Close()
 	turn, err := auth.Kernel.BeginTurn(ctx, cfg.Context, cfg.Budgets)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	execID := NewExecutionID()
 	cat, err := EffectiveCatalog(ctx, turn, execID)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	modelSrv, model, _, err := startScriptedModel(script, benchModelID, nil)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer modelSrv.Close()
 
@@ -184,29 +198,29 @@ func directTurn(ctx context.Context, spec harnessspec.Spec, inst Installed, cfg 
 	rand.Read(secret)
 	srv, err := bridge.New(bridge.Options{Catalog: cat, Turn: turn, TraceID: execID, Secret: secret, Version: "bench"})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer srv.Close()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	go srv.Serve(l)
 	token, err := srv.Token(time.Now().Add(time.Hour))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 
 	// The sandbox's scratch layout: HOME, TMPDIR and the work directory in one root.
 	root, err := os.MkdirTemp("/var/tmp", "sharedos-bench-direct-")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer os.RemoveAll(root)
 	home, tmp, work := filepath.Join(root, "home"), filepath.Join(root, "tmp"), filepath.Join(root, "work")
 	for _, d := range []string{home, tmp, work} {
 		if err := os.Mkdir(d, 0o700); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	in := harnessspec.LaunchInput{
@@ -217,10 +231,10 @@ func directTurn(ctx context.Context, spec harnessspec.Spec, inst Installed, cfg 
 	}
 	launch, err := spec.Launch(in)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := writeLaunchFiles(launch); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// The environment the sandbox would give (sandbox/env.go without the proxy
 	// variables, which a bridge-only run does not set) plus the harness's own.
@@ -240,7 +254,7 @@ func directTurn(ctx context.Context, spec harnessspec.Spec, inst Installed, cfg 
 	}
 	harnessEnv, err := launchEnv(launch, sandbox.Spec{}, tokenEnv+"="+token, []string{ScriptedModelKeyEnv + "=scripted-model-no-key"})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	env = append(env, harnessEnv...)
 
@@ -252,11 +266,12 @@ func directTurn(ctx context.Context, spec harnessspec.Spec, inst Installed, cfg 
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	setup := time.Since(start)
+	setup = time.Since(start)
+	execAt := time.Now()
 	if err := cmd.Start(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	parser := spec.NewParser(in)
 	sc := bufio.NewScanner(stdout)
@@ -269,7 +284,7 @@ func directTurn(ctx context.Context, spec harnessspec.Spec, inst Installed, cfg 
 
 	o := parser.Outcome()
 	if !o.Done || o.Failed {
-		return 0, fmt.Errorf("turn not succeeded (done %v, failed %v, exit %v): errors %v; stderr %s", o.Done, o.Failed, waitErr, o.Errors, stderr.String())
+		return 0, 0, fmt.Errorf("turn not succeeded (done %v, failed %v, exit %v): errors %v; stderr %s", o.Done, o.Failed, waitErr, o.Errors, stderr.String())
 	}
 	var calls []string
 	for _, e := range srv.Events() {
@@ -278,7 +293,7 @@ func directTurn(ctx context.Context, spec harnessspec.Spec, inst Installed, cfg 
 		}
 	}
 	if len(calls) != 1 || calls[0] != "files.read:succeeded" {
-		return 0, fmt.Errorf("bridge calls %v, want one successful files.read", calls)
+		return 0, 0, fmt.Errorf("bridge calls %v, want one successful files.read", calls)
 	}
-	return setup, nil
+	return setup, firstInitialize(srv.Events()).Sub(execAt), nil
 }

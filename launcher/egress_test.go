@@ -30,7 +30,7 @@ import (
 // refused, and the CONNECT proxy is never asked. 127.0.0.2 is loopback on the host
 // (the scripted model server accepts it), outside NO_PROXY, and an IP literal the
 // allowlist may name explicitly.
-const providerHost = "127.0.0.1"
+const providerHost = "127.0.0.2"
 
 // providerKeyEnv carries the stand-in provider's key into the sandbox (--pass-env).
 const providerKeyEnv = "SHAREDOS_TEST_MODEL_KEY"
@@ -171,7 +171,7 @@ func runLiveTurn(t *testing.T, c liveCase, ca testCA, port int, allowEgress []st
 			AllowEgress: allowEgress,
 			Env:         c.caEnv(ca.pemFile),
 		},
-		Prefixes: repoPrefixes(), Version: "test",
+		Prefixes: repoPrefixes(), Version: "test", ExtraArgs: extraArgsFor(c),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -285,4 +285,11 @@ func TestDisallowedProviderHostRefusedAndLogged(t *testing.T) {
 			}
 		})
 	}
+}
+
+func extraArgsFor(c liveCase) []string {
+	if c.harness == "codex" && os.Getenv("X_ANALYTICS") != "" {
+		return []string{"-c", os.Getenv("X_ANALYTICS")}
+	}
+	return nil
 }

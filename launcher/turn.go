@@ -477,6 +477,9 @@ func fillRecord(rec *Record, out sandbox.Outcome, o harnessspec.Outcome, srv *br
 		rec.Execution.HarnessToolCalls = append(rec.Execution.HarnessToolCalls, RecordHarnessCall{Name: c.Name, Server: c.Server, Tool: c.Tool, Status: c.Status})
 	}
 	rec.Sandbox.Limits = spec.Limits
+	if rec.Sandbox.Limits.Pids == 0 {
+		rec.Sandbox.Limits.Pids = sandbox.DefaultPids
+	}
 	rec.Sandbox.PeakMemory, rec.Sandbox.PeakTasks, rec.Sandbox.OOMKills = out.Stats.PeakMemory, out.Stats.PeakTasks, out.Stats.OOMKills
 	rec.Sandbox.CPUTimeMs = millis(out.Stats.CPUTime)
 	rec.Sandbox.Violations = out.Violations

@@ -72,10 +72,10 @@ type Spec struct {
 
 // Limits are the cgroup limits of a run; zero means unlimited (Pids: DefaultPids).
 type Limits struct {
-	MemoryBytes int64
-	Pids        int64
+	MemoryBytes int64 `json:"memoryBytes"`
+	Pids        int64 `json:"pids"`
 	// CPUs is a fraction of CPUs (1.5 = one and a half cores).
-	CPUs float64
+	CPUs float64 `json:"cpus"`
 }
 
 // DefaultPids bounds tasks (threads count) when the run sets no limit: an idle Node.js

@@ -1,47 +1,26 @@
 #!/usr/bin/env bash
-# The demo of what exists today: build sharedos-run, show the managed catalogue of the
-# default configuration, then run a command in the sandbox whose only way to act is
-# that catalogue — a tiny MCP client made of curl — and show what the bridge recorded.
-# Needs root (the sandbox), curl and Go; installs curl with apt-get when missing.
+# The main job on the embedded default, offline: install the pinned harness CLIs,
+# build sharedos-run, and run one turn of the real Claude Code in the sandbox, with
+# the scripted model in the model's seat and the built-in files catalogue as its only
+# way to act. Prints the execution record's summary; the full record is written next
+# to it. Needs root (the sandbox), Node/npm (the installs) and Go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v curl >/dev/null; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends curl
-  else
-    echo "demo: curl is needed (apt-get install curl)" >&2; exit 1
-  fi
-fi
+scripts/install-harnesses.sh
 make -s build
-bin=./bin/sharedos-run
-ws=$(mktemp -d "$PWD/.demo-ws-XXXXXX")
-out=$(mktemp)
-trap 'rm -rf "$ws" "$out"' EXIT
+# The workspace lives outside /tmp, which the sandbox hides (the files tools run
+# outside the sandbox anyway; this keeps the demo's paths readable).
+ws=$(mktemp -d /var/tmp/sharedos-demo-XXXXXX)
+trap 'rm -rf "$ws"' EXIT
 cp -r testdata/example/workspace/. "$ws/"
-
-echo "== the catalogue a turn would get (default configuration, workspace $ws)"
-"$bin" catalog --workspace "$ws"
+record="${DEMO_RECORD:-demo-record.json}"
+echo "== sharedos-run claude-code (scripted model: testdata/demo-script.json; grants: testdata/example/config.yaml)"
+status=0
+./bin/sharedos-run claude-code --config testdata/example/config.yaml --workspace "$ws" \
+  --script testdata/demo-script.json --timeout 3m --record "$record" \
+  -- "Summarize this workspace into docs/summary.md" || status=$?
 echo
-echo "== a command in the sandbox, acting only through the bridge"
-"$bin" exec --workspace "$ws" --read-only --outcome "$out" --env "WS=$ws" -- sh -c '
-post() { curl -sS -H "Authorization: Bearer $SHAREDOS_MCP_TOKEN" -H "Content-Type: application/json" \
-  -H "Accept: application/json, text/event-stream" ${SID:+-H "Mcp-Session-Id: $SID"} "$@" "$SHAREDOS_MCP_URL"; }
-SID=$(post -D - -o /dev/null --data "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"demo\",\"version\":\"0\"}}}" | tr -d "\r" | sed -n "s/^[Mm]cp-[Ss]ession-[Ii]d: //p")
-post --data "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"
-echo "files.read README.md    -> $(post --data "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"files.read\",\"arguments\":{\"path\":[\"README.md\"]}}}" | cut -c1-160)"
-echo "files.replace README.md -> $(post --data "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"files.replace\",\"arguments\":{\"path\":[\"README.md\"],\"content\":\"x\"}}}" | cut -c1-160)"
-(echo x > "$WS/README.md") 2>/dev/null && echo "direct write           -> WORKED (breach)" || echo "direct write           -> refused (read-only file system)"
-curl -sS -m 2 -o /dev/null http://example.com/ 2>/dev/null && echo "network                -> WORKED (breach)" || echo "network                -> refused (no route out of the sandbox)"
-'
-echo
-echo "== what the bridge recorded"
-python3 - "$out" <<'PY' 2>/dev/null || cat "$out"
-import json, sys
-d = json.load(open(sys.argv[1]))
-b = d["bridge"]
-print(f"executionId {b['executionId']}  catalogHash {b['catalogHash']}  policyHash {b['policyHash']}")
-for e in b["events"]:
-    if e["kind"] == "call":
-        print(f"  call {e['tool']:<16} {e['decision']:<10} {e.get('code','')}")
-print(f"exit {d['exitCode']}, cgroup {d['cgroupMode']}, peak memory {d['stats']['peakMemory']} B, violations {len(d['violations'])}")
-PY
+echo "== the workspace afterwards: docs/summary.md"
+cat "$ws/docs/summary.md" 2>/dev/null || echo "(not written)"
+echo "== full record: $record"
+exit "$status"
