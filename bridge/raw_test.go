@@ -416,3 +416,37 @@ func TestMalformedFloodNeverFails(t *testing.T) {
 		t.Fatalf("server errors: %v", bad)
 	}
 }
+
+// TestRawCancelledCall: a raw client sends notifications/cancelled for its call in
+// flight; the kernel's context is cancelled and the call gets no result.
+func TestRawCancelledCall(t *testing.T) {
+	f := newFixture(t, Limits{})
+	c := newRaw(t, f)
+	c.initialize("2025-06-18")
+	done := make(chan string, 1)
+	go func() {
+		_, body, _ := tryDo(c, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"test.block","arguments":{}}}`)
+		done <- body
+	}()
+	<-f.testTools.entered
+	if r := c.do("POST", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user gave up"}}`, nil); r.status != 202 {
+		t.Fatalf("cancel notification: %d %s", r.status, r.body)
+	}
+	select {
+	case <-f.testTools.cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the kernel call was not cancelled")
+	}
+	select {
+	case body := <-done:
+		if strings.Contains(body, `"result"`) {
+			t.Fatalf("a cancelled call got a result: %s", body)
+		}
+	case <-time.After(5 * time.Second):
+		// The SDK may leave a cancelled request unanswered; the client gives up on it.
+	}
+	waitFor(t, func() bool { return countDecision(f.server.Events(), DecisionCancelled) == 1 })
+	if res := c.call(8, "files.stat", `{"path":[]}`); res["isError"] != false {
+		t.Fatalf("session not usable after a cancel: %v", res)
+	}
+}

@@ -77,11 +77,13 @@ namespaces: {enabled: [files]}
 //     the same argv, files and environment from the harness spec, the CLI started
 //     with os/exec and its stream fed to the spec's parser.
 //
-// Both report ms/turn; scripts/bench-turn.sh takes medians and the ratio. The
-// sandboxed run also reports setup-ms/turn (RunTurn's start until the sandbox is
-// ready, just before the CLI starts) and probe-ms/turn (`claude --version`, the
-// availability probe every turn runs, timed separately with the timer stopped); the
-// direct run reports setup-ms/turn up to its exec. Never timed assertions: a turn
+// Both report ms/turn (scripts/bench-turn.sh takes medians and the ratio) and, to
+// say where the difference goes, setup-ms/turn (the turn's start until just before
+// the CLI is started: for sandboxed, RunTurn's start until the sandbox is ready) and
+// cli-start-ms/turn (from there until the CLI completed MCP initialize with the
+// bridge: Claude's own start-up). The sandboxed run also reports probe-ms/turn
+// (`claude --version`, the availability probe every RunTurn runs, part of its setup;
+// timed again separately with the timer stopped). Never timed assertions: a turn
 // only has to succeed.
 func BenchmarkClaudeTurn(b *testing.B) {
 	if os.Geteuid() != 0 {

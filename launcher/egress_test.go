@@ -171,7 +171,7 @@ func runLiveTurn(t *testing.T, c liveCase, ca testCA, port int, allowEgress []st
 			AllowEgress: allowEgress,
 			Env:         c.caEnv(ca.pemFile),
 		},
-		Prefixes: repoPrefixes(), Version: "test", ExtraArgs: extraArgsFor(c),
+		Prefixes: repoPrefixes(), Version: "test",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -230,8 +230,11 @@ func TestLiveProviderThroughConnectProxy(t *testing.T) {
 			if rec.Sandbox.Network.Mode != "bridge+egress-proxy" {
 				t.Errorf("network mode %q, want bridge+egress-proxy", rec.Sandbox.Network.Mode)
 			}
+			// A clean run reaches the provider and nothing else. (Codex 0.171's OTel
+			// metrics exporter tries ab.chatgpt.com:443 as soon as a proxy exists
+			// unless the launch sets -c analytics.enabled=false.)
 			if len(rec.Sandbox.Violations) != 0 {
-				t.Fatalf("violations in a clean run: %+v", rec.Sandbox.Violations)
+				t.Fatalf("violations in a clean run (the harness tried to reach more than its provider): %+v", rec.Sandbox.Violations)
 			}
 			if rec.Model.Scripted || rec.Identity.Provider != c.provider {
 				t.Errorf("model seat recorded as %+v / provider %q, want a live %s seat", rec.Model, rec.Identity.Provider, c.provider)
@@ -285,11 +288,4 @@ func TestDisallowedProviderHostRefusedAndLogged(t *testing.T) {
 			}
 		})
 	}
-}
-
-func extraArgsFor(c liveCase) []string {
-	if c.harness == "codex" && os.Getenv("X_ANALYTICS") != "" {
-		return []string{"-c", os.Getenv("X_ANALYTICS")}
-	}
-	return nil
 }
