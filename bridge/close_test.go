@@ -21,9 +21,10 @@ func TestCloseWithClientsHoldingOn(t *testing.T) {
 	c.initialize("2025-11-25")
 
 	// A call in flight.
-	inflight := make(chan rawResponse, 1)
+	inflight := make(chan string, 1)
 	go func() {
-		inflight <- c.do("POST", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"test.block","arguments":{}}}`, nil)
+		_, body, _ := tryDo(c, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"test.block","arguments":{}}}`)
+		inflight <- body
 	}()
 	<-f.testTools.entered
 	// A connection that never finishes its request.
@@ -47,8 +48,8 @@ func TestCloseWithClientsHoldingOn(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("the in-flight kernel call was not cancelled")
 	}
-	if r := <-inflight; strings.Contains(string(r.body), `"isError":false`) {
-		t.Fatalf("in-flight call succeeded after Close: %s", r.body)
+	if body := <-inflight; strings.Contains(body, `"isError":false`) {
+		t.Fatalf("in-flight call succeeded after Close: %s", body)
 	}
 	select {
 	case err := <-f.serveErr:

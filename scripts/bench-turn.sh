@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Turn benchmark: a full scripted Claude Code turn (files.read README.md, then the
+# final text) under sharedos-run vs the same CLI invocation outside it, both in one
+# run so that the ratio compares like with like. Baseline ("direct"): the same
+# kernel, catalogue, scripted model and bridge in process, the same argv, files and
+# environment from the harness spec, the CLI started with os/exec. Sandboxed:
+# launcher.RunTurn, exactly what `sharedos-run claude-code -- "task"` does.
+# Needs root and the pinned Claude Code (scripts/install-harnesses.sh).
+# Prints a Markdown section for BENCHMARKS.md.
+# Usage: scripts/bench-turn.sh [COUNT] [TURNS]   (defaults: 5 runs of 5 turns each)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+COUNT="${1:-5}"
+TURNS="${2:-5}"
+claude=.harnesses/node_modules/.bin/claude
+[ "$(id -u)" = 0 ] || { echo "bench-turn: needs root (the sandbox)" >&2; exit 1; }
+[ -x "$claude" ] || { echo "bench-turn: $claude is not installed (scripts/install-harnesses.sh)" >&2; exit 1; }
+out="$(mktemp)"
+trap 'rm -f "$out"' EXIT
+load_before=$(cut -d' ' -f1 /proc/loadavg)
+go test ./launcher/ -run '^$' -bench 'ClaudeTurn' -benchtime="${TURNS}x" -count="$COUNT" -timeout 30m >"$out"
+load_after=$(cut -d' ' -f1 /proc/loadavg)
+if grep -q -- '--- SKIP' "$out" || ! grep -q 'ClaudeTurn/direct' "$out"; then
+  cat "$out" >&2
+  echo "bench-turn: the benchmark was skipped or failed" >&2
+  exit 1
+fi
+
+# median UNIT BENCH-NAME
+median() {
+  awk -v unit="$1" -v name="$2" '$1 ~ name { for (i = 2; i < NF; i++) if ($(i+1) == unit) print $i }' "$out" |
+    sort -g | awk '{ v[n++] = $1 } END { if (n == 0) { print "n/a"; exit } printf "%.1f", (n % 2) ? v[(n-1)/2] : (v[n/2-1] + v[n/2]) / 2 }'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "n/a"; else printf "%.2f", a / b }'; }
+calc() { awk "BEGIN { printf \"%.1f\", $1 }"; }
+range() {
+  awk -v unit="$1" -v name="$2" '$1 ~ name { for (i = 2; i < NF; i++) if ($(i+1) == unit) print $i }' "$out" |
+    sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.0f–%.0f", lo, hi }'
+}
+
+S='ClaudeTurn/sandboxed'; D='ClaudeTurn/direct'
+st=$(median ms/turn "$S"); dt=$(median ms/turn "$D")
+ss=$(median setup-ms/turn "$S"); ds=$(median setup-ms/turn "$D")
+sc=$(median cli-start-ms/turn "$S"); dc=$(median cli-start-ms/turn "$D")
+sp=$(median probe-ms/turn "$S")
+sr=$(calc "$st - $ss - $sc"); dr=$(calc "$dt - $ds - $dc")
+
+echo "## Turn"
+echo
+echo "Measured $(date -u +%Y-%m-%d) on $(nproc) cores with $(go version | awk '{print $3}'), as $(id -un), Claude Code $("$claude" --version 2>/dev/null | awk '{print $1}'); load average $load_before before, $load_after after. Script: \`scripts/bench-turn.sh $COUNT $TURNS\` (\`BenchmarkClaudeTurn\` in \`launcher/bench_test.go\`: medians of $COUNT runs, each the mean of $TURNS turns, sandboxed and direct alternating in one process; each run's first turn is an unreported warm-up)."
+echo
+echo "One turn: the scripted model (Anthropic Messages on host loopback) makes Claude Code call \`files.read\` on README.md through the bridge, then answers with the final text. **direct**: the same CLI invocation outside the sandbox — same kernel, catalogue, scripted model and bridge in process (the bridge on a host loopback listener), same argv, files and environment from the harness spec, started with os/exec. **sandboxed**: \`launcher.RunTurn\`, exactly what \`sharedos-run claude-code -- \"task\"\` does."
+echo
+echo "| measure | direct | sandboxed | sandboxed / direct |"
+echo "|---|---:|---:|---:|"
+echo "| **full turn** | **${dt} ms** | **${st} ms** | **$(ratio "$st" "$dt")×** |"
+echo "| setup before the CLI starts | ${ds} ms | ${ss} ms | $(ratio "$ss" "$ds")× |"
+echo "| CLI start to MCP initialize with the bridge | ${dc} ms | ${sc} ms | $(ratio "$sc" "$dc")× |"
+echo "| rest: model turns, files.read, exit, teardown | ${dr} ms | ${sr} ms | $(ratio "$sr" "$dr")× |"
+echo
+echo "Range of the $COUNT run means: direct $(range ms/turn "$D") ms, sandboxed $(range ms/turn "$S") ms."
+echo
+echo "Overhead per turn: $(calc "$st - $dt") ms ($(calc "($st - $dt) * 100 / $dt")% of the direct turn). Setup accounts for $(calc "$ss - $ds") ms of it:"
+echo "the availability probe (\`claude --version\`, which every sharedos-run turn runs and the direct invocation does not) is ${sp} ms,"
+echo "and the rest ($(calc "$ss - $ds - $sp") ms) is the sandbox start (the Sandbox section's \`sharedos-run exec -- /bin/true\`, launch to exit, includes it) plus the model mirror and the bridge listener inside."
+echo "The CLI's own start-up — Claude Code from exec until it has initialized with the bridge — is the largest part of either turn, and the sandbox changes it by $(calc "$sc - $dc") ms;"
+echo "the remainder (model round trips, the bridge call, the CLI's exit, and for the sandboxed turn the sandbox teardown and record) differs by $(calc "$sr - $dr") ms."
