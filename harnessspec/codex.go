@@ -102,6 +102,10 @@ func codexLaunch(in LaunchInput) (Launch, error) {
 	}
 	argv = append(argv, c("web_search", tomlString("disabled"))...)
 	argv = append(argv, c("tools.experimental_request_user_input.enabled", "false")...)
+	// Codex 0.171 exports OTel metrics to its own host whenever a network path
+	// exists (seen as a refused CONNECT ab.chatgpt.com:443 on every live-provider
+	// turn): off, so a clean run leaves a clean violation log.
+	argv = append(argv, c("analytics.enabled", "false")...)
 
 	var envFrom map[string]string
 	if in.Model.BaseURL != "" {

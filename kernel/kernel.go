@@ -287,6 +287,9 @@ func (t *Turn) Call(ctx context.Context, c Call) (res Result) {
 	if err != nil {
 		return denied(CodeInvalidRequest, err.Error())
 	}
+	if msg := crossesContext(args, t.ac); msg != "" {
+		return denied(CodeInvalidRequest, msg)
+	}
 	if n := t.calls.Add(1); t.budgets.MaxToolCalls > 0 && n > int64(t.budgets.MaxToolCalls) {
 		return denied(CodeToolCallLimitExceeded, fmt.Sprintf("this turn allows at most %d tool calls", t.budgets.MaxToolCalls))
 	}
@@ -359,6 +362,18 @@ func (t *Turn) Call(ctx context.Context, c Call) (res Result) {
 	}
 	res.Status, res.Output, res.OutputJSON = Succeeded, out, encoded
 	return res
+}
+
+// crossesContext refuses arguments that name an owner or a namespace other than
+// the turn's: a call acts for its context only, and arguments are never authority.
+func crossesContext(args map[string]any, ac policy.AccessContext) string {
+	if v, ok := args["owner"]; ok && v != ac.Owner {
+		return fmt.Sprintf("the arguments name owner %v; this turn acts for its own owner only", v)
+	}
+	if v, ok := args["namespaceId"]; ok && v != ac.NamespaceID {
+		return fmt.Sprintf("the arguments name namespace %v; this turn acts in its own namespace only", v)
+	}
+	return ""
 }
 
 // decodeArguments parses the call's arguments, which must be a JSON object.

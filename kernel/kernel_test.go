@@ -154,6 +154,8 @@ func TestCallCodes(t *testing.T) {
 		{name: "bad tool name still reaches the kernel", setup: setup{grants: all, enabled: []string{"demo"}}, call: call("../../etc", `{}`), status: Denied, code: CodeToolUnavailable},
 		{name: "empty tool name", setup: setup{grants: all, enabled: []string{"demo"}}, call: call("", `{}`), status: Denied, code: CodeInvalidRequest},
 		{name: "missing call id", setup: setup{grants: all, enabled: []string{"demo"}}, call: Call{Tool: "demo.read", Arguments: json.RawMessage(`{"path":[]}`)}, status: Denied, code: CodeInvalidRequest},
+		{name: "arguments naming another owner", setup: setup{grants: all, enabled: []string{"demo"}}, call: call("demo.read", `{"path":[],"owner":"mallory"}`), status: Denied, code: CodeInvalidRequest},
+		{name: "arguments naming another namespace", setup: setup{grants: all, enabled: []string{"demo"}}, call: call("demo.read", `{"path":[],"namespaceId":"world-2"}`), status: Denied, code: CodeInvalidRequest},
 		{name: "arguments not an object", setup: setup{grants: all, enabled: []string{"demo"}}, call: call("demo.read", `[1,2]`), status: Denied, code: CodeInvalidRequest},
 		{name: "namespace disabled", setup: setup{grants: all, enabled: []string{"other"}}, call: call("demo.read", `{"path":[]}`), status: Denied, code: CodeToolUnavailable},
 		{name: "every namespace off", setup: setup{grants: all, enabled: nil}, call: call("demo.read", `{"path":[]}`), status: Denied, code: CodeToolUnavailable},
