@@ -85,9 +85,9 @@ func TestHarnessUsage(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	ws := t.TempDir()
 	for _, args := range [][]string{
-		{"claude-code", "--workspace", ws},                                          // no task
-		{"pi", "--pi-mcp", "telepathy", "--workspace", ws, "--", "task"},             // bad option value
-		{"codex", "--model", "gpt-x", "--workspace", ws, "--", "task"},               // live model without provider
+		{"claude-code", "--workspace", ws},                                                     // no task
+		{"pi", "--pi-mcp", "telepathy", "--workspace", ws, "--", "task"},                       // bad option value
+		{"codex", "--model", "gpt-x", "--workspace", ws, "--", "task"},                         // live model without provider
 		{"codex", "--model", "gpt-x", "--provider", "openai", "--workspace", ws, "--", "task"}, // without key variable
 		{"claude-code", "--memory", "lots", "--workspace", ws, "--", "task"},
 	} {
