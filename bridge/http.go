@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sharedos/sharedos-run/kernel"
 )
 
 // JSON-RPC error codes the guard answers with.
@@ -113,14 +115,38 @@ func (s *Server) serveGuarded(w http.ResponseWriter, r *http.Request) {
 		// falls back to initialize.
 		writeRPCError(w, http.StatusOK, msg.ID, rpcMethodNotFound, "method not found: server/discover")
 		return
-	case s.closed.Load() && msg.Method != "tools/call":
-		// A call still gets its in-band turn_draining refusal from the kernel.
+	case s.closed.Load() && msg.Method == "tools/call":
+		// The turn has ended and its sessions with it: the call gets the in-band
+		// refusal the drained kernel would give, and nothing else.
+		s.refuseLateCall(w, msg.ID)
+		return
+	case s.closed.Load():
 		s.rejectRPC(w, r, http.StatusServiceUnavailable, msg.ID, rpcInvalidRequest, "the turn has ended")
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	s.streamable.ServeHTTP(w, r)
+}
+
+func (s *Server) refuseLateCall(w http.ResponseWriter, id json.RawMessage) {
+	res := kernel.Result{Status: kernel.Denied, Code: kernel.CodeTurnDraining, Message: "the turn has ended; no further calls are accepted"}
+	body, _, err := renderCall(res, nil, s.limits.MaxResultBytes)
+	if err != nil {
+		http.Error(w, "the turn has ended", http.StatusServiceUnavailable)
+		return
+	}
+	s.log.add(Event{Time: s.clock(), Kind: EventCall, Decision: string(kernel.Denied), Code: kernel.CodeTurnDraining, Detail: "after the turn closed"})
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	out, _ := marshalJS(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  json.RawMessage `json:"result"`
+	}{"2.0", id, body})
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(out)
 }
 
 // authenticate checks the bearer token against the turn on every request.

@@ -54,6 +54,7 @@ type BridgedResult struct {
 // listener inside → bridge on it → command → bridge closed. An error means the run
 // could not be set up; what happened to the command is in the result's Outcome.
 func RunBridged(ctx context.Context, r BridgedRun) (*BridgedResult, error) {
+	sandbox.Phase("runbridged")
 	logger := r.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -78,6 +79,7 @@ func RunBridged(ctx context.Context, r BridgedRun) (*BridgedResult, error) {
 		return nil, fmt.Errorf("resolving the catalogue: %w", err)
 	}
 
+	sandbox.Phase("catalog")
 	spec := r.Sandbox
 	spec.Listeners = append(append([]string(nil), spec.Listeners...), bridgeListener)
 	spec.Logger = logger
@@ -85,6 +87,7 @@ func RunBridged(ctx context.Context, r BridgedRun) (*BridgedResult, error) {
 	if err != nil {
 		return nil, &SandboxError{Err: err}
 	}
+	sandbox.Phase("sandbox-started")
 	secret := make([]byte, 32)
 	rand.Read(secret)
 	srv, err := bridge.New(bridge.Options{
@@ -116,9 +119,11 @@ func RunBridged(ctx context.Context, r BridgedRun) (*BridgedResult, error) {
 	if err := sb.Go(EnvMCPURL+"="+url, EnvMCPToken+"="+token); err != nil {
 		logger.Error("starting the command", "err", err)
 	}
+	sandbox.Phase("go-sent")
 	out := sb.Wait()
 	stopSignals()
 	srv.Close()
+	sandbox.Phase("bridge-closed")
 	return &BridgedResult{
 		Outcome: out, ExecutionID: execID, Catalog: cat, PolicyHash: policyHash,
 		Events: srv.Events(), Initialized: srv.Initialized(), Listed: srv.Listed(),

@@ -84,6 +84,15 @@ type RecordBridge struct {
 	Listed      bool           `json:"listed"`
 	Clients     []string       `json:"clients,omitempty"`
 	Events      []bridge.Event `json:"events"`
+	// LateCall is a tools/call made with the turn's token after the turn closed.
+	LateCall RecordLateCall `json:"lateCall"`
+}
+
+// RecordLateCall is how the closed bridge answered a late call.
+type RecordLateCall struct {
+	Refused    bool   `json:"refused"`
+	HTTPStatus int    `json:"httpStatus"`
+	Answer     string `json:"answer"`
 }
 
 // RecordOperation is one tools/call the bridge handled.

@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +22,7 @@ import (
 	"github.com/sharedos/sharedos-run/bridge"
 	"github.com/sharedos/sharedos-run/canonjson"
 	"github.com/sharedos/sharedos-run/harnessspec"
+	"github.com/sharedos/sharedos-run/kernel"
 	"github.com/sharedos/sharedos-run/policy"
 	"github.com/sharedos/sharedos-run/runconfig"
 	"github.com/sharedos/sharedos-run/sandbox"
@@ -54,11 +57,13 @@ type TurnRequest struct {
 	// Sandbox carries the run's limits, timeout, grace, egress and pass-through
 	// variables; the launcher adds the bridge listener, the model mirror, the
 	// prefix's visibility and the command.
-	Sandbox  sandbox.Spec
-	Prefixes []string
-	Version  string
-	Logger   *slog.Logger
-	Signals  <-chan os.Signal
+	Sandbox sandbox.Spec
+	// Providers add tools for this turn (a brokered MCP server, say).
+	Providers []kernel.Provider
+	Prefixes  []string
+	Version   string
+	Logger    *slog.Logger
+	Signals   <-chan os.Signal
 	// HarnessStderr receives the harness's stderr as it comes (nil: kept only in
 	// the record's tail).
 	HarnessStderr io.Writer
@@ -99,7 +104,7 @@ func RunTurn(ctx context.Context, r TurnRequest) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	auth, err := NewAuthority(ctx, cfg)
+	auth, err := NewAuthority(ctx, cfg, r.Providers...)
 	if err != nil {
 		return nil, err
 	}
@@ -291,6 +296,8 @@ func RunTurn(ctx context.Context, r TurnRequest) (*Record, error) {
 	extra := policyExtra
 	parseMu.Unlock()
 	fillRecord(rec, out, outcome, srv, cat, spec, modelSrv, stderrTail.String())
+	// After the record has the turn's own events: the knock is not an operation.
+	rec.Execution.Bridge.LateCall = probeLateCall(srv, token)
 	rec.Execution.LocalTools.Measured = outcome.LocalTools
 	switch {
 	case len(extra) > 0:
@@ -312,6 +319,30 @@ func RunTurn(ctx context.Context, r TurnRequest) (*Record, error) {
 		rec.Execution.Status = StatusSucceeded
 	}
 	return rec, nil
+}
+
+// probeLateCall knocks on the closed bridge with the turn's own token, as a harness
+// process that outlived the turn would: the answer must be a refusal, never a
+// catalogue or a result. (The listener itself died with the sandbox's network
+// namespace, so from inside, the next connection is refused outright.)
+func probeLateCall(srv *bridge.Server, token string) RecordLateCall {
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"files.list","arguments":{"path":[]}}}`
+	req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1"+bridge.Path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, req)
+	answer := strings.TrimSpace(rec.Body.String())
+	refused := rec.Code != http.StatusOK || !strings.Contains(answer, `"isError":false`) && !strings.Contains(answer, `"tools":[`)
+	return RecordLateCall{Refused: refused, HTTPStatus: rec.Code, Answer: capText(answer, 300)}
+}
+
+func capText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 func launchInput(r TurnRequest, options map[string]string, inst Installed, model harnessspec.Model, execID, bridgeURL, home, work string) harnessspec.LaunchInput {

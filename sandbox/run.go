@@ -164,6 +164,7 @@ func (sb *Sandbox) finish() Outcome {
 	var exit *stubExit
 	var started bool
 	stubErr := <-sb.stubErr
+	Phase("stub-reaped")
 	t0 := time.Now()
 	// The stub is gone, so the socket is at EOF: the reader ends promptly.
 	<-sb.readerDone
@@ -205,6 +206,7 @@ func (sb *Sandbox) finish() Outcome {
 		out.Err = fmt.Errorf("sandbox stub ended without reporting the command's status: %v", stubErr)
 	}
 	sb.teardown(&out)
+	Phase("teardown")
 	out.Teardown = time.Since(t0)
 	return out
 }

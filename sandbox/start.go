@@ -92,18 +92,23 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 			sb.abort()
 		}
 	}()
+	Phase("start")
 	if err := sb.prepareFiles(); err != nil {
 		return nil, err
 	}
+	Phase("files")
 	if err := sb.prepareCgroup(askedLimits); err != nil {
 		return nil, err
 	}
+	Phase("cgroup")
 	if err := sb.startStub(); err != nil {
 		return nil, err
 	}
+	Phase("stub-started+placed")
 	if err := sb.handshake(ctx); err != nil {
 		return nil, err
 	}
+	Phase("handshake")
 	ok = true
 	go sb.readMessages()
 	return sb, nil

@@ -1,0 +1,6 @@
+//go:build !phases
+
+package sandbox
+
+// TEMPORARY instrumentation (removed before handing in).
+func Phase(string) {}
