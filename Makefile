@@ -5,8 +5,13 @@ PKGS    := ./...
 
 .PHONY: build demo deps test lint bench fuzz clean
 
+# urfave_cli_no_docs leaves out urfave/cli's man-page and Markdown generators (and
+# blackfriday with them), which nothing here uses: their package initialisers ran at
+# every start of the binary, twice per sandboxed run (launcher and stub).
+GOTAGS  ?= urfave_cli_no_docs
+
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/sharedos-run
+	CGO_ENABLED=0 $(GO) build -trimpath -tags $(GOTAGS) -o $(BIN) ./cmd/sharedos-run
 
 # What works end to end today: the catalogue, and a command in the sandbox acting
 # only through the bridge (needs root).

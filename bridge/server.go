@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -366,6 +367,10 @@ func (s *Server) call(ctx context.Context, p *mcp.CallToolParamsRaw) (mcp.Result
 	e := Event{Time: started, Kind: EventCall, CallID: callID, Tool: name, Alias: alias, ArgumentsBytes: n, ArgumentsSHA256: sum, GrantID: res.GrantID}
 	if res.Requirement != nil {
 		e.Namespace, e.Resource, e.Action = res.Requirement.Resource.Namespace, res.Requirement.Resource.Path, res.Requirement.Action
+	} else {
+		// Refused before a requirement was derived: record the path the arguments
+		// name, for matching and reading (it authorized nothing).
+		e.Resource = namedPath(p.Arguments)
 	}
 	if res.Cancelled {
 		if ctx.Err() != nil || s.baseCtx.Err() != nil {
@@ -395,6 +400,17 @@ type warnOnly struct{ slog.Handler }
 
 func (h warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= slog.LevelWarn && h.Handler.Enabled(ctx, l)
+}
+
+// namedPath is the "path" argument when it is an array of strings.
+func namedPath(args json.RawMessage) []string {
+	var a struct {
+		Path []string `json:"path"`
+	}
+	if json.Unmarshal(args, &a) != nil {
+		return nil
+	}
+	return a.Path
 }
 
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -79,9 +79,11 @@ namespaces: {enabled: [files]}
 //
 // Both report ms/turn (scripts/bench-turn.sh takes medians and the ratio) and, to
 // say where the difference goes, setup-ms/turn (the turn's start until just before
-// the CLI is started: for sandboxed, RunTurn's start until the sandbox is ready) and
+// the CLI is started: for sandboxed, RunTurn's start until the sandbox is ready),
 // cli-start-ms/turn (from there until the CLI completed MCP initialize with the
-// bridge: Claude's own start-up). The sandboxed run also reports probe-ms/turn
+// bridge: Claude's own start-up) and cpu-ms/turn (the CLI's CPU time: the sandbox's
+// cgroup, stub included, or the direct child's rusage; the load-independent check on
+// whether the CLI works harder inside). The sandboxed run also reports probe-ms/turn
 // (`claude --version`, the availability probe every RunTurn runs, part of its setup;
 // timed again separately with the timer stopped). Never timed assertions: a turn
 // only has to succeed.
@@ -101,7 +103,7 @@ func BenchmarkClaudeTurn(b *testing.B) {
 
 	b.Run("sandboxed", func(b *testing.B) {
 		cfg := benchWorld(b)
-		var setup, startup, probe time.Duration
+		var setup, startup, cpu, probe time.Duration
 		for i := 0; i < b.N; i++ {
 			start := time.Now()
 			var ready time.Time
@@ -117,6 +119,7 @@ func BenchmarkClaudeTurn(b *testing.B) {
 			}
 			setup += ready.Sub(start)
 			startup += firstInitialize(rec.Execution.Bridge.Events).Sub(ready)
+			cpu += time.Duration(rec.Sandbox.CPUTimeMs * float64(time.Millisecond))
 			if rec.Execution.Status != StatusSucceeded {
 				b.Fatalf("status %s: %s (errors %v)", rec.Execution.Status, rec.Execution.Reason, rec.Execution.Errors)
 			}
@@ -131,29 +134,31 @@ func BenchmarkClaudeTurn(b *testing.B) {
 			probe += time.Since(p)
 			b.StartTimer()
 		}
-		reportTurn(b, setup, startup, probe)
+		reportTurn(b, setup, startup, cpu, probe)
 	})
 
 	b.Run("direct", func(b *testing.B) {
 		cfg := benchWorld(b)
-		var setup, startup time.Duration
+		var setup, startup, cpu time.Duration
 		for i := 0; i < b.N; i++ {
-			s, u, err := directTurn(context.Background(), spec, inst, cfg, script)
+			d, err := directTurn(context.Background(), spec, inst, cfg, script)
 			if err != nil {
 				b.Fatal(err)
 			}
-			setup += s
-			startup += u
+			setup += d.setup
+			startup += d.startup
+			cpu += d.cpu
 		}
-		reportTurn(b, setup, startup, 0)
+		reportTurn(b, setup, startup, cpu, 0)
 	})
 }
 
-func reportTurn(b *testing.B, setup, startup, probe time.Duration) {
+func reportTurn(b *testing.B, setup, startup, cpu, probe time.Duration) {
 	n := float64(b.N)
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/n, "ms/turn")
 	b.ReportMetric(float64(setup.Microseconds())/1000/n, "setup-ms/turn")
 	b.ReportMetric(float64(startup.Microseconds())/1000/n, "cli-start-ms/turn")
+	b.ReportMetric(float64(cpu.Microseconds())/1000/n, "cpu-ms/turn")
 	if probe > 0 {
 		b.ReportMetric(float64(probe.Microseconds())/1000/n, "probe-ms/turn")
 	}
@@ -170,29 +175,34 @@ func firstInitialize(events []bridge.Event) time.Time {
 	panic("no initialize event in a successful turn")
 }
 
+// directTimes are one direct turn's phases.
+type directTimes struct {
+	setup   time.Duration // the turn's start until just before the exec
+	startup time.Duration // the exec until the CLI completed MCP initialize with the bridge
+	cpu     time.Duration // the CLI's CPU time (user + system, its reaped children included)
+}
+
 // directTurn is one turn of the CLI outside the sandbox, built as RunTurn builds it.
-// It returns how long the setup before the exec took and how long the CLI took from
-// the exec to its MCP initialize with the bridge; an error means the turn did not
-// succeed.
-func directTurn(ctx context.Context, spec harnessspec.Spec, inst Installed, cfg *runconfig.Config, script scriptedmodel.Script) (setup, startup time.Duration, err error) {
+// An error means the turn did not succeed.
+func directTurn(ctx context.Context, spec harnessspec.Spec, inst Installed, cfg *runconfig.Config, script scriptedmodel.Script) (times directTimes, err error) {
 	start := time.Now()
 	auth, err := NewAuthority(ctx, cfg)
 	if err != nil {
-		return 0, 0, err
+		return times, err
 	}
 	defer auth.Close()
 	turn, err := auth.Kernel.BeginTurn(ctx, cfg.Context, cfg.Budgets)
 	if err != nil {
-		return 0, 0, err
+		return times, err
 	}
 	execID := NewExecutionID()
 	cat, err := EffectiveCatalog(ctx, turn, execID)
 	if err != nil {
-		return 0, 0, err
+		return times, err
 	}
 	modelSrv, model, _, err := startScriptedModel(script, benchModelID, nil)
 	if err != nil {
-		return 0, 0, err
+		return times, err
 	}
 	defer modelSrv.Close()
 
@@ -200,29 +210,29 @@ func directTurn(ctx context.Context, spec harnessspec.Spec, inst Installed, cfg 
 	rand.Read(secret)
 	srv, err := bridge.New(bridge.Options{Catalog: cat, Turn: turn, TraceID: execID, Secret: secret, Version: "bench"})
 	if err != nil {
-		return 0, 0, err
+		return times, err
 	}
 	defer srv.Close()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, 0, err
+		return times, err
 	}
 	go srv.Serve(l)
 	token, err := srv.Token(time.Now().Add(time.Hour))
 	if err != nil {
-		return 0, 0, err
+		return times, err
 	}
 
 	// The sandbox's scratch layout: HOME, TMPDIR and the work directory in one root.
 	root, err := os.MkdirTemp("/var/tmp", "sharedos-bench-direct-")
 	if err != nil {
-		return 0, 0, err
+		return times, err
 	}
 	defer os.RemoveAll(root)
 	home, tmp, work := filepath.Join(root, "home"), filepath.Join(root, "tmp"), filepath.Join(root, "work")
 	for _, d := range []string{home, tmp, work} {
 		if err := os.Mkdir(d, 0o700); err != nil {
-			return 0, 0, err
+			return times, err
 		}
 	}
 	in := harnessspec.LaunchInput{
@@ -233,10 +243,10 @@ func directTurn(ctx context.Context, spec harnessspec.Spec, inst Installed, cfg 
 	}
 	launch, err := spec.Launch(in)
 	if err != nil {
-		return 0, 0, err
+		return times, err
 	}
 	if err := writeLaunchFiles(launch); err != nil {
-		return 0, 0, err
+		return times, err
 	}
 	// The environment the sandbox would give (sandbox/env.go without the proxy
 	// variables, which a bridge-only run does not set) plus the harness's own.
@@ -256,7 +266,7 @@ func directTurn(ctx context.Context, spec harnessspec.Spec, inst Installed, cfg 
 	}
 	harnessEnv, err := launchEnv(launch, sandbox.Spec{}, tokenEnv+"="+token, []string{ScriptedModelKeyEnv + "=scripted-model-no-key"})
 	if err != nil {
-		return 0, 0, err
+		return times, err
 	}
 	env = append(env, harnessEnv...)
 
@@ -268,12 +278,12 @@ func directTurn(ctx context.Context, spec harnessspec.Spec, inst Installed, cfg 
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return 0, 0, err
+		return times, err
 	}
-	setup = time.Since(start)
+	times.setup = time.Since(start)
 	execAt := time.Now()
 	if err := cmd.Start(); err != nil {
-		return 0, 0, err
+		return times, err
 	}
 	parser := spec.NewParser(in)
 	sc := bufio.NewScanner(stdout)
@@ -286,7 +296,7 @@ func directTurn(ctx context.Context, spec harnessspec.Spec, inst Installed, cfg 
 
 	o := parser.Outcome()
 	if !o.Done || o.Failed {
-		return 0, 0, fmt.Errorf("turn not succeeded (done %v, failed %v, exit %v): errors %v; stderr %s", o.Done, o.Failed, waitErr, o.Errors, stderr.String())
+		return times, fmt.Errorf("turn not succeeded (done %v, failed %v, exit %v): errors %v; stderr %s", o.Done, o.Failed, waitErr, o.Errors, stderr.String())
 	}
 	var calls []string
 	for _, e := range srv.Events() {
@@ -295,7 +305,9 @@ func directTurn(ctx context.Context, spec harnessspec.Spec, inst Installed, cfg 
 		}
 	}
 	if len(calls) != 1 || calls[0] != "files.read:succeeded" {
-		return 0, 0, fmt.Errorf("bridge calls %v, want one successful files.read", calls)
+		return times, fmt.Errorf("bridge calls %v, want one successful files.read", calls)
 	}
-	return setup, firstInitialize(srv.Events()).Sub(execAt), nil
+	times.startup = firstInitialize(srv.Events()).Sub(execAt)
+	times.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return times, nil
 }

@@ -64,40 +64,65 @@ func RunBridged(ctx context.Context, r BridgedRun) (*BridgedResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hashing the tool policy: %w", err)
 	}
+
+	// The sandbox does not depend on the catalogue, nor the catalogue on the sandbox:
+	// set both up at once (the stub starts while the kernel is built). The command is
+	// released only once both are ready. When the catalogue fails the sandbox is
+	// aborted and the catalogue's error wins, as if it had been set up first.
+	spec := r.Sandbox
+	spec.Listeners = append(append([]string(nil), spec.Listeners...), bridgeListener)
+	spec.Logger = logger
+	type started struct {
+		sb  *sandbox.Sandbox
+		err error
+	}
+	sbc := make(chan started, 1)
+	go func() {
+		sb, err := sandbox.Start(ctx, spec)
+		sbc <- started{sb, err}
+	}()
+	abort := func() {
+		if s := <-sbc; s.err == nil {
+			s.sb.Kill()
+			s.sb.Wait()
+		}
+	}
+
 	auth, err := NewAuthority(ctx, cfg)
 	if err != nil {
+		abort()
 		return nil, err
 	}
 	defer auth.Close()
 	turn, err := auth.Kernel.BeginTurn(ctx, cfg.Context, cfg.Budgets)
 	if err != nil {
+		abort()
 		return nil, err
 	}
 	execID := NewExecutionID()
 	cat, err := EffectiveCatalog(ctx, turn, execID)
 	if err != nil {
+		abort()
 		return nil, fmt.Errorf("resolving the catalogue: %w", err)
 	}
-
-	sandbox.Phase("catalog")
-	spec := r.Sandbox
-	spec.Listeners = append(append([]string(nil), spec.Listeners...), bridgeListener)
-	spec.Logger = logger
-	sb, err := sandbox.Start(ctx, spec)
-	if err != nil {
-		return nil, &SandboxError{Err: err}
-	}
-	sandbox.Phase("sandbox-started")
 	secret := make([]byte, 32)
 	rand.Read(secret)
 	srv, err := bridge.New(bridge.Options{
 		Catalog: cat, Turn: turn, TraceID: execID, Secret: secret, Version: r.Version, Logger: logger,
 	})
 	if err != nil {
-		sb.Kill()
-		sb.Wait()
+		abort()
 		return nil, err
 	}
+	sandbox.Phase("catalog")
+
+	st := <-sbc
+	if st.err != nil {
+		srv.Close()
+		return nil, &SandboxError{Err: st.err}
+	}
+	sb := st.sb
+	sandbox.Phase("sandbox-started")
 	l := sb.Listener(bridgeListener)
 	go func() {
 		if err := srv.Serve(l); err != nil {

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // allowEntry is one --allow-egress host:port.
@@ -17,7 +18,8 @@ type allowEntry struct {
 	ip   netip.Addr // valid when host is an IP literal
 }
 
-var hostLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+// Compiled on first use, not at start: the binary starts twice per run (launcher, stub).
+var hostLabel = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`) })
 
 // parseAllow checks an allowlist entry. Names must be plain DNS names; IP literals are
 // accepted (the operator named them) but never link-local or metadata addresses.
@@ -66,7 +68,7 @@ func validName(host string) error {
 	}
 	labels := strings.Split(host, ".")
 	for _, l := range labels {
-		if !hostLabel.MatchString(l) {
+		if !hostLabel().MatchString(l) {
 			return fmt.Errorf("bad host name %q", host)
 		}
 	}

@@ -208,8 +208,102 @@ func (cs *cgroupSet) cgroupFD() int {
 	return int(cs.v2Dir.Fd())
 }
 
+// enterV1 moves the calling thread, which must be locked to its goroutine, into the
+// run's v1 groups, so that the stub it forks is born in them: nothing of the stub, let
+// alone the command, runs outside the groups. It returns the way back, to be called
+// right after the fork.
+//
+// Why the thread and not the stub: moving a process (writing a PID to cgroup.procs, as
+// place does) takes the global cgroup_threadgroup_rwsem for writing, which waits for an
+// RCU grace period: 7–30 ms per run on this kind of host, the largest single cost of a
+// launch. A thread that moves itself (writing "0" to tasks) skips that lock (Linux
+// ≥ 6.0, cgroup_procs_write_start); a child inherits the cgroups of the thread that
+// forks it.
+//
+// It fails, having moved nothing, when the thread's own groups cannot be read or their
+// tasks files are not writable (no way back); the caller then falls back to place.
+func (cs *cgroupSet) enterV1() (leave func() error, err error) {
+	if cs == nil || cs.v1 == nil {
+		return func() error { return nil }, nil
+	}
+	own, err := threadV1Paths()
+	if err != nil {
+		return nil, err
+	}
+	type move struct{ to, back string }
+	var moves []move
+	for _, n := range v1Controllers {
+		to, ok := cs.v1Path[n]
+		rel, found := own[string(n)]
+		if !ok || !found {
+			return nil, fmt.Errorf("cgroup v1 %s: no group for this thread", n)
+		}
+		back := filepath.Join(cgroupRoot, string(n), rel, "tasks")
+		if err := unix.Access(back, unix.W_OK); err != nil {
+			return nil, fmt.Errorf("cgroup v1 %s: cannot move back to %s: %w", n, back, err)
+		}
+		moves = append(moves, move{filepath.Join(to, "tasks"), back})
+	}
+	leave = func() error {
+		var errs []error
+		for _, m := range moves {
+			if err := writeSelfTask(m.back); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	}
+	for i, m := range moves {
+		if err := writeSelfTask(m.to); err != nil {
+			moves = moves[:i]
+			if berr := leave(); berr != nil {
+				return nil, errors.Join(err, berr, errThreadStuck)
+			}
+			return nil, err
+		}
+	}
+	return leave, nil
+}
+
+// errThreadStuck: a launcher thread could not leave a run's v1 group. The thread must
+// end (its goroutine returns while locked) before the group can be removed.
+var errThreadStuck = errors.New("a launcher thread is stuck in the run's cgroups")
+
+// writeSelfTask moves the calling thread into the group whose tasks file is path.
+func writeSelfTask(path string) error {
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("move thread to %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	if _, err := unix.Write(fd, []byte("0")); err != nil {
+		return fmt.Errorf("move thread to %s: %w", path, err)
+	}
+	return nil
+}
+
+// threadV1Paths reads the calling thread's v1 groups (controller → path below the
+// controller's mount) from /proc/thread-self/cgroup.
+func threadV1Paths() (map[string]string, error) {
+	b, err := os.ReadFile("/proc/thread-self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 || parts[1] == "" {
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			out[c] = parts[2]
+		}
+	}
+	return out, nil
+}
+
 // place puts pid in the v1 groups; the stub is still waiting, so nothing of the
-// command has run yet.
+// command has run yet. The fallback when enterV1 cannot be used.
 func (cs *cgroupSet) place(pid int) error {
 	if cs == nil || cs.v1 == nil {
 		return nil
@@ -235,27 +329,39 @@ func (cs *cgroupSet) kill() {
 		_ = cs.v1.Freeze()
 		procs, _ := cs.v1.Processes(cgroup1.Freezer, true)
 		for _, p := range procs {
+			// Never the launcher itself: one of its threads may be in the groups for
+			// a moment (enterV1).
+			if p.Pid == os.Getpid() {
+				continue
+			}
 			_ = unix.Kill(p.Pid, unix.SIGKILL)
 		}
 		_ = cs.v1.Thaw()
 	}
 }
 
-// empty reports whether no process is left in any of the groups.
+// empty reports whether no process is left in any of the groups. It reads the
+// cgroup.procs files directly: the groups have no children (cgroupfs is read-only in
+// the sandbox and the command has no capabilities), and the library's recursive
+// listing walks every file of every group.
 func (cs *cgroupSet) empty() bool {
 	if cs == nil {
 		return true
 	}
+	var files []string
 	if cs.v2 != nil {
-		if p, err := cs.v2.Procs(true); err == nil && len(p) > 0 {
-			return false
-		}
+		files = append(files, filepath.Join(cs.v2Path, "cgroup.procs"))
 	}
 	if cs.v1 != nil {
 		for _, n := range []cgroup1.Name{cgroup1.Freezer, cgroup1.Pids, cgroup1.Memory} {
-			if p, err := cs.v1.Processes(n, true); err == nil && len(p) > 0 {
-				return false
+			if p, ok := cs.v1Path[n]; ok {
+				files = append(files, filepath.Join(p, "cgroup.procs"))
 			}
+		}
+	}
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+			return false
 		}
 	}
 	return true
@@ -280,30 +386,47 @@ func (cs *cgroupSet) killAndRemove(wait time.Duration) error {
 	return cs.remove()
 }
 
+// remove deletes every group of the set; killAndRemove has seen them empty. The kernel
+// refuses to remove a group with tasks (EBUSY), so nothing is lost by not asking the
+// library, which lists every group's tasks recursively first.
 func (cs *cgroupSet) remove() error {
-	var errs []error
 	if cs.v2Dir != nil {
 		cs.v2Dir.Close()
 		cs.v2Dir = nil
 	}
+	var errs []error
 	if cs.v2 != nil {
-		if err := cs.v2.Delete(); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := rmdirCgroup(cs.v2Path); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if cs.v1 != nil {
-		if err := cs.v1.Delete(); err != nil && !errors.Is(err, cgroup1.ErrCgroupDeleted) {
-			errs = append(errs, err)
-		}
-	} else {
-		// A failed New may leave some directories behind.
-		for _, p := range cs.v1Path {
-			if err := unix.Rmdir(p); err != nil && !errors.Is(err, unix.ENOENT) {
-				errs = append(errs, fmt.Errorf("remove %s: %w", p, err))
+	// Also after a failed New, which may have created some of the directories. Co-mounted
+	// controllers (cpu,cpuacct) share one: the second removal finds it gone.
+	for _, n := range v1Controllers {
+		if p, ok := cs.v1Path[n]; ok {
+			if err := rmdirCgroup(p); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// rmdirCgroup removes one group, retrying a little while the kernel still counts a
+// task that has just exited.
+func rmdirCgroup(p string) error {
+	delay := 10 * time.Millisecond
+	for i := 0; ; i++ {
+		err := unix.Rmdir(p)
+		if err == nil || errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		if !errors.Is(err, unix.EBUSY) || i == 4 {
+			return fmt.Errorf("remove cgroup %s: %w", p, err)
+		}
+		time.Sleep(delay)
+		delay *= 2
+	}
 }
 
 func (cs *cgroupSet) describe() string {

@@ -6,9 +6,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// Compiled on first use, not at start: the binary starts twice per run (launcher, stub).
+var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // loaderVars change what every program loads; the caller's are never passed on.
 func isLoaderVar(name string) bool {
@@ -16,7 +18,7 @@ func isLoaderVar(name string) bool {
 }
 
 func checkPassEnv(name string) error {
-	if !envName.MatchString(name) {
+	if !envName().MatchString(name) {
 		return fmt.Errorf("--pass-env %q: not a variable name", name)
 	}
 	if isLoaderVar(name) {

@@ -112,6 +112,13 @@ func mountProc() error {
 
 // remountAllReadOnly makes every mount in the view read-only.
 func remountAllReadOnly() error {
+	// One call for the whole tree (Linux ≥ 5.12): every mount, hidden ones included,
+	// gets MNT_READONLY and keeps its other flags. It is all or nothing; on failure the
+	// mounts are changed one by one below.
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &attr); err == nil {
+		return nil
+	}
 	points, err := mountPoints()
 	if err != nil {
 		return err

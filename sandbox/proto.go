@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -80,10 +81,16 @@ func sendMsg(fd int, m stubMsg, files ...*os.File) error {
 	}
 }
 
+// recvBufs recycles recvMsg's buffers: a fresh 1 MiB for every message made each
+// launch run the garbage collector once or twice for nothing.
+var recvBufs = sync.Pool{New: func() any { return new([maxMsg]byte) }}
+
 // recvMsg reads one message; received descriptors come back as files, close-on-exec.
 func recvMsg(fd int) (stubMsg, []*os.File, error) {
 	var m stubMsg
-	buf := make([]byte, maxMsg)
+	bp := recvBufs.Get().(*[maxMsg]byte)
+	defer recvBufs.Put(bp) // json.Unmarshal copies what it keeps
+	buf := bp[:]
 	oob := make([]byte, unix.CmsgSpace(4*64))
 	var n, oobn int
 	var err error

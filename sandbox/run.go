@@ -217,6 +217,7 @@ func (sb *Sandbox) teardown(out *Outcome) {
 	var errs []error
 	if sb.cg != nil {
 		out.Stats = sb.cg.stats()
+		Phase("td-stats")
 		if err := sb.cg.killAndRemove(2 * time.Second); err != nil {
 			errs = append(errs, err)
 		}
@@ -227,7 +228,9 @@ func (sb *Sandbox) teardown(out *Outcome) {
 			sb.viol.add(ViolationPidsLimit, fmt.Sprintf("%d fork/clone call(s) failed at the pids limit of %d", out.Stats.PidsLimitHits, sb.spec.Limits.Pids))
 		}
 	}
+	Phase("td-cgremoved")
 	sb.closeRelays()
+	Phase("td-relays")
 	if sb.tty != nil {
 		sb.tty.finish(time.Second)
 	}

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -12,11 +13,17 @@ type scratch struct {
 	root, home, tmp, work string
 }
 
-func newScratch(parent string) (*scratch, error) {
+// newScratch makes parent/name (parent defaults to $TMPDIR); should name be taken, a
+// fresh sharedos-run-PID-* name.
+func newScratch(parent, name string) (*scratch, error) {
 	if parent == "" {
 		parent = os.TempDir()
 	}
-	root, err := os.MkdirTemp(parent, fmt.Sprintf("sharedos-run-%d-", os.Getpid()))
+	root := filepath.Join(parent, name)
+	err := os.Mkdir(root, 0o700)
+	if errors.Is(err, fs.ErrExist) {
+		root, err = os.MkdirTemp(parent, fmt.Sprintf("sharedos-run-%d-", os.Getpid()))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create scratch directory: %w", err)
 	}

@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -86,18 +88,40 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	sb := &Sandbox{spec: spec, log: spec.Logger, ctl: -1, viol: newViolationLog(), conns: newConnSet(),
 		listeners: map[string]net.Listener{}, msgs: make(chan stubMsg, 4), readerDone: make(chan struct{}),
 		stubErr: make(chan error, 1)}
+	Phase("start")
+	if err := sb.checkPaths(); err != nil {
+		return nil, err
+	}
+	mode := sb.spec.cgroupMode
+	if mode == "" {
+		mode = HostCgroupMode()
+	}
+	name := runName()
+	// The scratch directory (and the sweep of what dead launchers left) is not needed
+	// before the handshake: make it while the cgroups are made and the stub starts.
+	filesDone := make(chan error, 1)
+	go func() {
+		sweepStale(mode, sb.spec.ScratchParent, sb.log)
+		sc, err := newScratch(sb.spec.ScratchParent, name)
+		sb.sc = sc
+		filesDone <- err
+	}()
+	var filesErr error
+	joined := false
+	joinFiles := func() error {
+		if !joined {
+			filesErr, joined = <-filesDone, true
+		}
+		return filesErr
+	}
 	ok := false
 	defer func() {
 		if !ok {
+			_ = joinFiles()
 			sb.abort()
 		}
 	}()
-	Phase("start")
-	if err := sb.prepareFiles(); err != nil {
-		return nil, err
-	}
-	Phase("files")
-	if err := sb.prepareCgroup(askedLimits); err != nil {
+	if err := sb.prepareCgroup(askedLimits, mode, name); err != nil {
 		return nil, err
 	}
 	Phase("cgroup")
@@ -105,6 +129,10 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 		return nil, err
 	}
 	Phase("stub-started+placed")
+	if err := joinFiles(); err != nil {
+		return nil, err
+	}
+	Phase("files")
 	if err := sb.handshake(ctx); err != nil {
 		return nil, err
 	}
@@ -114,7 +142,8 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	return sb, nil
 }
 
-func (sb *Sandbox) prepareFiles() error {
+// checkPaths resolves the directories the spec names and checks that they exist.
+func (sb *Sandbox) checkPaths() error {
 	s := &sb.spec
 	for i, w := range s.Writable {
 		p, err := realDir(w)
@@ -137,12 +166,15 @@ func (sb *Sandbox) prepareFiles() error {
 		}
 		s.Dir = p
 	}
-	sc, err := newScratch(s.ScratchParent)
-	if err != nil {
-		return err
-	}
-	sb.sc = sc
 	return nil
+}
+
+// runName names the run's scratch directory and cgroups: sharedos-run-PID-RANDOM (the
+// sweep of stale ones goes by the PID).
+func runName() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("sharedos-run-%d-%d", os.Getpid(), binary.BigEndian.Uint32(b[:]))
 }
 
 func realDir(p string) (string, error) {
@@ -164,13 +196,7 @@ func realDir(p string) (string, error) {
 	return p, nil
 }
 
-func (sb *Sandbox) prepareCgroup(askedLimits bool) error {
-	mode := sb.spec.cgroupMode
-	if mode == "" {
-		mode = HostCgroupMode()
-	}
-	sweepStale(mode, sb.spec.ScratchParent, sb.log)
-	name := "sharedos-run-" + filepath.Base(sb.sc.root)[len("sharedos-run-"):]
+func (sb *Sandbox) prepareCgroup(askedLimits bool, mode CgroupMode, name string) error {
 	cg, err := newCgroupSet(mode, name, sb.spec.Limits)
 	if err == nil {
 		sb.cg, sb.cgMode = cg, mode
@@ -250,23 +276,58 @@ func (sb *Sandbox) startStub() error {
 	}
 	sb.stub = cmd
 
-	started := make(chan error, 1)
+	type startResult struct {
+		err    error
+		placed bool // born in the v1 groups (else: place it now)
+		stuck  bool // this thread could not leave the v1 groups
+	}
+	started := make(chan startResult, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
-		if err := cmd.Start(); err != nil {
-			started <- err
+		// On v1 the stub is forked from inside the groups (see enterV1).
+		leave, err := sb.cg.enterV1()
+		if err != nil {
+			if errors.Is(err, errThreadStuck) {
+				started <- startResult{err: fmt.Errorf("enter the run's cgroups: %w", err), stuck: true}
+				return
+			}
+			sb.log.Debug("sandbox: placing the stub in the v1 cgroups after the fork", "reason", err)
+			leave = nil
+		}
+		err = cmd.Start()
+		if leave != nil {
+			if lerr := leave(); lerr != nil {
+				// Fail closed, and end this thread (it returns locked) so that the
+				// groups empty: Pdeathsig would kill the stub anyway.
+				if err == nil {
+					_ = cmd.Process.Kill()
+					_ = cmd.Wait()
+				}
+				started <- startResult{err: fmt.Errorf("leave the run's cgroups: %w", lerr), stuck: true}
+				return
+			}
+		}
+		if err != nil {
+			started <- startResult{err: err}
 			return
 		}
-		started <- nil
+		started <- startResult{placed: leave != nil}
 		sb.stubErr <- cmd.Wait()
 	}()
-	if err := <-started; err != nil {
+	r := <-started
+	if r.err != nil {
 		sb.stub = nil
-		return fmt.Errorf("start the sandbox stub in new namespaces: %w%s", err, namespaceHint(err))
+		if r.stuck {
+			return fmt.Errorf("start the sandbox stub: %w", r.err)
+		}
+		return fmt.Errorf("start the sandbox stub in new namespaces: %w%s", r.err, namespaceHint(r.err))
 	}
 	if sb.tty != nil {
 		sb.tty.closeSlave()
 		sb.tty.start(sb.spec.Stdin, sb.spec.Stdout)
+	}
+	if r.placed {
+		return nil
 	}
 	return sb.cg.place(cmd.Process.Pid)
 }

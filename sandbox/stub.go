@@ -68,6 +68,7 @@ func RunStub() int {
 		stubFail(fmt.Errorf("drop privileges: %w", err))
 		return 1
 	}
+	Phase("stub-dropped")
 	ex := runAsInit(*m.Run)
 	Phase("stub-cmd-exited")
 	_ = sendMsg(ctlFD, stubMsg{Exit: &ex})

@@ -14,7 +14,9 @@ done
 work="$(mktemp -d)"
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 bin="$work/sharedos-run"
-CGO_ENABLED=0 go build -trimpath -o "$bin" ./cmd/sharedos-run
+# As the Makefile builds it: urfave_cli_no_docs drops the CLI's man-page generator
+# (blackfriday), whose initialisers ran at every start of the binary.
+CGO_ENABLED=0 go build -trimpath -tags urfave_cli_no_docs -o "$bin" ./cmd/sharedos-run
 
 echo "## Sandbox"
 echo

@@ -89,6 +89,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) *cli
 			tokenCommand(),
 			policyCommand(),
 			mcpCommand(),
+			conformanceCommand(),
 			versionCommand(),
 			execCommand(),
 			doctorCommand(),
