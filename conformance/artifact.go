@@ -238,7 +238,7 @@ func Merge(shards []*Artifact) (*Artifact, error) {
 			out.Catalogues = append(out.Catalogues, *cat)
 		}
 	}
-	out.Warnings = Warnings(out)
+	out.Warnings = append([]string{}, Warnings(out)...)
 	return out, nil
 }
 

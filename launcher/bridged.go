@@ -54,7 +54,6 @@ type BridgedResult struct {
 // listener inside → bridge on it → command → bridge closed. An error means the run
 // could not be set up; what happened to the command is in the result's Outcome.
 func RunBridged(ctx context.Context, r BridgedRun) (*BridgedResult, error) {
-	sandbox.Phase("runbridged")
 	logger := r.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -114,7 +113,6 @@ func RunBridged(ctx context.Context, r BridgedRun) (*BridgedResult, error) {
 		abort()
 		return nil, err
 	}
-	sandbox.Phase("catalog")
 
 	st := <-sbc
 	if st.err != nil {
@@ -122,7 +120,6 @@ func RunBridged(ctx context.Context, r BridgedRun) (*BridgedResult, error) {
 		return nil, &SandboxError{Err: st.err}
 	}
 	sb := st.sb
-	sandbox.Phase("sandbox-started")
 	l := sb.Listener(bridgeListener)
 	go func() {
 		if err := srv.Serve(l); err != nil {
@@ -144,11 +141,9 @@ func RunBridged(ctx context.Context, r BridgedRun) (*BridgedResult, error) {
 	if err := sb.Go(EnvMCPURL+"="+url, EnvMCPToken+"="+token); err != nil {
 		logger.Error("starting the command", "err", err)
 	}
-	sandbox.Phase("go-sent")
 	out := sb.Wait()
 	stopSignals()
 	srv.Close()
-	sandbox.Phase("bridge-closed")
 	return &BridgedResult{
 		Outcome: out, ExecutionID: execID, Catalog: cat, PolicyHash: policyHash,
 		Events: srv.Events(), Initialized: srv.Initialized(), Listed: srv.Listed(),

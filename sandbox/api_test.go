@@ -9,9 +9,12 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // In-process tests of the Go API: the test binary is the stub (see TestMain).
@@ -89,6 +92,17 @@ func TestAPICgroupModes(t *testing.T) {
 				t.Fatal(err)
 			}
 			paths := sb.cgroupPaths()
+			// The stub was forked from a launcher thread that entered the v1 groups
+			// (enterV1): every thread of this process must be back out.
+			tasks, _ := filepath.Glob("/proc/self/task/*/cgroup")
+			for _, f := range tasks {
+				b, _ := os.ReadFile(f)
+				for _, p := range paths {
+					if strings.Contains(string(b), filepath.Base(p)) {
+						t.Errorf("launcher thread %s is still in the run's groups:\n%s", f, b)
+					}
+				}
+			}
 			for _, p := range paths {
 				switch {
 				case strings.Contains(p, "/memory/"):
@@ -232,5 +246,58 @@ func TestGoCommandAndVisible(t *testing.T) {
 	o := sb.Wait()
 	if o.ExitCode != 0 || out.String() != "seen\nREADONLY\ngiven\n" {
 		t.Fatalf("exit %d, output %q", o.ExitCode, out.String())
+	}
+}
+
+// enterV1 moves only the calling thread into the run's v1 groups, and its way back
+// returns the thread exactly where it was.
+func TestEnterV1ThreadOnly(t *testing.T) {
+	needRoot(t)
+	mode := HostCgroupMode()
+	if mode != CgroupHybrid && mode != CgroupLegacy {
+		t.Skip("no v1 hierarchies on this host")
+	}
+	cs, err := newCgroupSet(mode, runName(), Limits{Pids: DefaultPids})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := cs.killAndRemove(time.Second); err != nil {
+			t.Error(err)
+		}
+	}()
+	self, _ := os.ReadFile("/proc/self/cgroup")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		before, _ := os.ReadFile("/proc/thread-self/cgroup")
+		leave, err := cs.enterV1()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		inside, _ := os.ReadFile("/proc/thread-self/cgroup")
+		leader, _ := os.ReadFile("/proc/self/cgroup")
+		if err := leave(); err != nil {
+			t.Error(err)
+		}
+		after, _ := os.ReadFile("/proc/thread-self/cgroup")
+		for _, p := range cs.v1Path {
+			if !strings.Contains(string(inside), filepath.Base(p)) {
+				t.Errorf("thread not in %s:\n%s", p, inside)
+			}
+		}
+		if unix.Gettid() != os.Getpid() && string(leader) != string(self) {
+			t.Errorf("the process moved with the thread:\n%s", leader)
+		}
+		if string(after) != string(before) {
+			t.Errorf("thread not back where it was:\n%s\nwant\n%s", after, before)
+		}
+	}()
+	<-done
+	if !cs.empty() {
+		t.Error("groups not empty after the thread left")
 	}
 }

@@ -40,9 +40,7 @@ func runAsInit(run goConfig) stubExit {
 		Files: []uintptr{0, 1, 2},
 		Sys:   &syscall.SysProcAttr{Setpgid: !run.TTY, Setsid: run.TTY, Setctty: run.TTY, Ctty: 0},
 	}
-	Phase("stub-lookpath")
 	pid, err := syscall.ForkExec(path, run.Command, attr)
-	Phase("stub-forked")
 	if err != nil {
 		code := 126
 		if errors.Is(err, unix.ENOENT) {
@@ -85,7 +83,6 @@ func runAsInit(run goConfig) stubExit {
 		}
 		break
 	}
-	Phase("stub-waited")
 	ex.Survivors = listSurvivors()
 	if len(ex.Survivors) > 0 {
 		// As init, kill(-1) reaches every process of the namespace but us.

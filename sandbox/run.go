@@ -164,7 +164,6 @@ func (sb *Sandbox) finish() Outcome {
 	var exit *stubExit
 	var started bool
 	stubErr := <-sb.stubErr
-	Phase("stub-reaped")
 	t0 := time.Now()
 	// The stub is gone, so the socket is at EOF: the reader ends promptly.
 	<-sb.readerDone
@@ -206,7 +205,6 @@ func (sb *Sandbox) finish() Outcome {
 		out.Err = fmt.Errorf("sandbox stub ended without reporting the command's status: %v", stubErr)
 	}
 	sb.teardown(&out)
-	Phase("teardown")
 	out.Teardown = time.Since(t0)
 	return out
 }
@@ -217,7 +215,6 @@ func (sb *Sandbox) teardown(out *Outcome) {
 	var errs []error
 	if sb.cg != nil {
 		out.Stats = sb.cg.stats()
-		Phase("td-stats")
 		if err := sb.cg.killAndRemove(2 * time.Second); err != nil {
 			errs = append(errs, err)
 		}
@@ -228,9 +225,7 @@ func (sb *Sandbox) teardown(out *Outcome) {
 			sb.viol.add(ViolationPidsLimit, fmt.Sprintf("%d fork/clone call(s) failed at the pids limit of %d", out.Stats.PidsLimitHits, sb.spec.Limits.Pids))
 		}
 	}
-	Phase("td-cgremoved")
 	sb.closeRelays()
-	Phase("td-relays")
 	if sb.tty != nil {
 		sb.tty.finish(time.Second)
 	}

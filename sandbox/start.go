@@ -88,7 +88,6 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	sb := &Sandbox{spec: spec, log: spec.Logger, ctl: -1, viol: newViolationLog(), conns: newConnSet(),
 		listeners: map[string]net.Listener{}, msgs: make(chan stubMsg, 4), readerDone: make(chan struct{}),
 		stubErr: make(chan error, 1)}
-	Phase("start")
 	if err := sb.checkPaths(); err != nil {
 		return nil, err
 	}
@@ -124,19 +123,15 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	if err := sb.prepareCgroup(askedLimits, mode, name); err != nil {
 		return nil, err
 	}
-	Phase("cgroup")
 	if err := sb.startStub(); err != nil {
 		return nil, err
 	}
-	Phase("stub-started+placed")
 	if err := joinFiles(); err != nil {
 		return nil, err
 	}
-	Phase("files")
 	if err := sb.handshake(ctx); err != nil {
 		return nil, err
 	}
-	Phase("handshake")
 	ok = true
 	go sb.readMessages()
 	return sb, nil

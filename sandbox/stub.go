@@ -33,10 +33,8 @@ func RunStub() int {
 	// Capabilities and no_new_privs are per thread: everything that must hold for the
 	// command happens on this thread, which also forks it.
 	runtime.LockOSThread()
-	Phase("stub-main")
 	unix.CloseOnExec(ctlFD)
 	cfg, err := recvConfig()
-	Phase("stub-config")
 	if err != nil {
 		stubFail(fmt.Errorf("read config: %w", err))
 		return 1
@@ -46,7 +44,6 @@ func RunStub() int {
 		stubFail(err)
 		return 1
 	}
-	Phase("stub-setup")
 	err = sendMsg(ctlFD, stubMsg{Ready: true, Opened: names}, files...)
 	for _, f := range files {
 		f.Close()
@@ -55,7 +52,6 @@ func RunStub() int {
 		return 1
 	}
 	m, _, err := recvMsg(ctlFD)
-	Phase("stub-go")
 	if err != nil || m.Go == false || m.Run == nil {
 		// The launcher gave up before "go": nothing was run.
 		return 1
@@ -68,9 +64,7 @@ func RunStub() int {
 		stubFail(fmt.Errorf("drop privileges: %w", err))
 		return 1
 	}
-	Phase("stub-dropped")
 	ex := runAsInit(*m.Run)
-	Phase("stub-cmd-exited")
 	_ = sendMsg(ctlFD, stubMsg{Exit: &ex})
 	return ex.Code
 }
