@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The main job on the embedded default, offline: install the pinned harness CLIs,
-# build sharedos-run, and run one turn of the real Claude Code in the sandbox, with
-# the scripted model in the model's seat and the built-in files catalogue as its only
-# way to act. Prints the execution record's summary; the full record is written next
-# to it. Needs root (the sandbox), Node/npm (the installs) and Go.
+# build sharedos-run, run one turn of the real Claude Code in the sandbox (the
+# scripted model in the model's seat, the built-in files catalogue its only way to
+# act) and print the record's summary; then run the whole conformance case set through
+# every installed harness and print the comparison table.
+# Needs root (the sandbox), Node/npm (the installs) and Go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-harnesses.sh
@@ -23,4 +24,7 @@ echo
 echo "== the workspace afterwards: docs/summary.md"
 cat "$ws/docs/summary.md" 2>/dev/null || echo "(not written)"
 echo "== full record: $record"
+echo
+echo "== sharedos-run conformance --full (scripted model, every installed harness)"
+./bin/sharedos-run conformance --full --jobs 2 || status=$?
 exit "$status"
