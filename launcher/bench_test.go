@@ -117,15 +117,15 @@ func BenchmarkClaudeTurn(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			setup += ready.Sub(start)
-			startup += firstInitialize(rec.Execution.Bridge.Events).Sub(ready)
-			cpu += time.Duration(rec.Sandbox.CPUTimeMs * float64(time.Millisecond))
 			if rec.Execution.Status != StatusSucceeded {
 				b.Fatalf("status %s: %s (errors %v)", rec.Execution.Status, rec.Execution.Reason, rec.Execution.Errors)
 			}
 			if len(rec.Execution.Operations) != 1 || rec.Execution.Operations[0].Tool != "files.read" || rec.Execution.Operations[0].Outcome != "succeeded" {
 				b.Fatalf("operations %+v, want one successful files.read", rec.Execution.Operations)
 			}
+			setup += ready.Sub(start)
+			startup += firstInitialize(rec.Execution.Bridge.Events).Sub(ready)
+			cpu += time.Duration(rec.Sandbox.CPUTimeMs * float64(time.Millisecond))
 			b.StopTimer()
 			p := time.Now()
 			if _, err := Probe(context.Background(), spec, repoPrefixes()); err != nil {
