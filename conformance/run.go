@@ -91,6 +91,9 @@ type ConfigHarness struct {
 	Args                []string          `json:"args,omitempty"`
 	CredentialVariables []string          `json:"credentialVariables,omitempty"`
 	Model               *ConfigModel      `json:"model,omitempty"`
+	// HostDeny refuses tools for this column whatever the case grants (its
+	// catalogue then differs from the other columns', and the run says so).
+	HostDeny []string `json:"hostDeny,omitempty"`
 }
 
 // ParseConfig reads a configuration strictly, expanding ${VAR} in env and args.
@@ -341,6 +344,7 @@ func runCell(ctx context.Context, c Case, col Column, o Options) (Cell, *launche
 		EnabledNamespaces: policy.NamespacePatch{Enable: c.World.Namespaces}.Apply(nil),
 		Budgets:           c.World.Budgets,
 		ToolPolicy:        policy.DefaultToolPolicy(),
+		HostDeny:          o.Config.forColumn(col).HostDeny,
 	}
 	marker := filepath.Join("/var/tmp", "sharedos-conformance-marker-"+randomHex())
 	defer os.Remove(marker)

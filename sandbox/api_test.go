@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/cgroups/v3/cgroup1"
 	"golang.org/x/sys/unix"
 )
 
@@ -299,5 +300,27 @@ func TestEnterV1ThreadOnly(t *testing.T) {
 	<-done
 	if !cs.empty() {
 		t.Error("groups not empty after the thread left")
+	}
+}
+
+// readOwnCgroups reads /proc/self/cgroup and mountinfo once; its paths must be the
+// library's (cgroup1.NestedPath), which reads mountinfo once per controller.
+func TestOwnCgroupsMatchLibrary(t *testing.T) {
+	own := readOwnCgroups()
+	if own.err != nil {
+		t.Skip("no /proc/self/cgroup:", own.err)
+	}
+	if u, err := ownCgroup2(); err != nil || u != own.unified {
+		t.Errorf("unified %q, want %q (%v)", own.unified, u, err)
+	}
+	for _, suffix := range []string{"", "sharedos-run-1-2"} {
+		lib, ours := cgroup1.NestedPath(suffix), own.v1Path(suffix)
+		for _, n := range append(v1Controllers, cgroup1.Cpuset, cgroup1.Devices, cgroup1.Name("systemd"), cgroup1.Name("nonesuch")) {
+			lp, lerr := lib(n)
+			op, oerr := ours(n)
+			if lp != op || (lerr == nil) != (oerr == nil) {
+				t.Errorf("%s %q: %q (%v), want %q (%v)", n, suffix, op, oerr, lp, lerr)
+			}
+		}
 	}
 }

@@ -62,6 +62,11 @@ type cgroupSet struct {
 
 // newCgroupSet creates the groups for one run, named name, under the launcher's own.
 func newCgroupSet(mode CgroupMode, name string, lim Limits) (*cgroupSet, error) {
+	return newCgroupSetIn(readOwnCgroups(), mode, name, lim)
+}
+
+// newCgroupSetIn is newCgroupSet under the launcher's groups as already read.
+func newCgroupSetIn(own *ownCgroups, mode CgroupMode, name string, lim Limits) (*cgroupSet, error) {
 	cs := &cgroupSet{mode: mode}
 	ok := false
 	defer func() {
@@ -71,18 +76,18 @@ func newCgroupSet(mode CgroupMode, name string, lim Limits) (*cgroupSet, error) 
 	}()
 	switch mode {
 	case CgroupUnified:
-		if err := cs.makeV2(cgroupRoot, name, v2Resources(lim)); err != nil {
+		if err := cs.makeV2(own, cgroupRoot, name, v2Resources(lim)); err != nil {
 			return nil, err
 		}
 	case CgroupHybrid:
-		if err := cs.makeV2(filepath.Join(cgroupRoot, "unified"), name, &cgroup2.Resources{}); err != nil {
+		if err := cs.makeV2(own, filepath.Join(cgroupRoot, "unified"), name, &cgroup2.Resources{}); err != nil {
 			return nil, err
 		}
-		if err := cs.makeV1(name, lim); err != nil {
+		if err := cs.makeV1(own, name, lim); err != nil {
 			return nil, err
 		}
 	case CgroupLegacy:
-		if err := cs.makeV1(name, lim); err != nil {
+		if err := cs.makeV1(own, name, lim); err != nil {
 			return nil, err
 		}
 	default:
@@ -117,12 +122,101 @@ func ownCgroup2() (string, error) {
 	return unified, nil
 }
 
-func (cs *cgroupSet) makeV2(mount, name string, res *cgroup2.Resources) error {
-	own, err := ownCgroup2()
+// ownCgroups is where the launcher sits, read once per run: /proc/self/cgroup and the
+// cgroup mounts of /proc/self/mountinfo are read once (cgroup1.NestedPath reads
+// mountinfo once per controller, and was called twice per run; reading /proc/self/cgroup
+// takes the global cgroup_mutex, contended when other runs start or end).
+type ownCgroups struct {
+	err     error             // reading /proc/self/cgroup
+	unified string            // the unified group ("0::/path"), "/" when none
+	v1      map[string]string // controller → group, localized as cgroup1.NestedPath does
+	v1Err   error             // no v1 paths (as cgroup1.NestedPath would fail)
+}
+
+func readOwnCgroups() *ownCgroups {
+	v1, unified, err := cgroups.ParseCgroupFileUnified("/proc/self/cgroup")
 	if err != nil {
-		return fmt.Errorf("read own cgroup: %w", err)
+		return &ownCgroups{err: err, v1Err: err}
 	}
-	group := filepath.Join(own, name)
+	if unified == "" {
+		unified = "/"
+	}
+	own := &ownCgroups{unified: unified, v1: map[string]string{}}
+	if len(v1) == 0 {
+		return own
+	}
+	roots, err := cgroupMountRoots()
+	if err != nil {
+		own.v1Err = err
+		return own
+	}
+	// As cgroup1.NestedPath (existingPath): relative to the root of the controller's
+	// mount, for a launcher in a cgroup namespace or a bind-mounted hierarchy.
+	for n, p := range v1 {
+		dest, ok := roots[n]
+		if !ok {
+			own.v1Err = cgroup1.ErrNoCgroupMountDestination
+			return own
+		}
+		rel, err := filepath.Rel(dest, p)
+		if err != nil {
+			own.v1Err = err
+			return own
+		}
+		if rel == "." {
+			rel = dest
+		}
+		own.v1[n] = filepath.Join("/", rel)
+	}
+	return own
+}
+
+// cgroupMountRoots maps each v1 mount option (controller, name=…) to the root of the
+// first cgroup mount that has it, from one read of /proc/self/mountinfo.
+func cgroupMountRoots() (map[string]string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	roots := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		fields := strings.Split(line, " ")
+		if len(fields) < 10 || fields[len(fields)-3] != "cgroup" {
+			continue
+		}
+		for _, opt := range strings.Split(fields[len(fields)-1], ",") {
+			if _, ok := roots[opt]; !ok {
+				roots[opt] = fields[3]
+			}
+		}
+	}
+	return roots, nil
+}
+
+// v1Path is cgroup1.NestedPath(suffix) from the groups already read.
+func (o *ownCgroups) v1Path(suffix string) cgroup1.Path {
+	return func(name cgroup1.Name) (string, error) {
+		if o.v1Err != nil {
+			return "", o.v1Err
+		}
+		root, ok := o.v1[string(name)]
+		if !ok {
+			if root, ok = o.v1["name="+string(name)]; !ok {
+				return "", cgroup1.ErrControllerNotActive
+			}
+		}
+		if suffix != "" {
+			return filepath.Join(root, suffix), nil
+		}
+		return root, nil
+	}
+}
+
+func (cs *cgroupSet) makeV2(own *ownCgroups, mount, name string, res *cgroup2.Resources) error {
+	if own.err != nil {
+		return fmt.Errorf("read own cgroup: %w", own.err)
+	}
+	group := filepath.Join(own.unified, name)
 	m, err := cgroup2.NewManager(mount, group, res)
 	if err != nil {
 		return fmt.Errorf("create cgroup %s: %w", filepath.Join(mount, group), err)
@@ -136,7 +230,7 @@ func (cs *cgroupSet) makeV2(mount, name string, res *cgroup2.Resources) error {
 	return nil
 }
 
-func (cs *cgroupSet) makeV1(name string, lim Limits) error {
+func (cs *cgroupSet) makeV1(own *ownCgroups, name string, lim Limits) error {
 	var subs []cgroup1.Subsystem
 	for _, n := range v1Controllers {
 		if _, err := os.Stat(filepath.Join(cgroupRoot, string(n))); err != nil {
@@ -164,7 +258,7 @@ func (cs *cgroupSet) makeV1(name string, lim Limits) error {
 		q, p := int64(lim.CPUs*100000), uint64(100000)
 		res.CPU = &specs.LinuxCPU{Quota: &q, Period: &p}
 	}
-	path := cgroup1.NestedPath(name)
+	path := own.v1Path(name)
 	cg, err := cgroup1.New(path, res,
 		cgroup1.WithHierarchy(func() ([]cgroup1.Subsystem, error) { return subs, nil }),
 		func(c *cgroup1.InitConfig) error {

@@ -96,11 +96,12 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 		mode = HostCgroupMode()
 	}
 	name := runName()
+	own := readOwnCgroups()
 	// The scratch directory (and the sweep of what dead launchers left) is not needed
 	// before the handshake: make it while the cgroups are made and the stub starts.
 	filesDone := make(chan error, 1)
 	go func() {
-		sweepStale(mode, sb.spec.ScratchParent, sb.log)
+		sweepStale(own, mode, sb.spec.ScratchParent, sb.log)
 		sc, err := newScratch(sb.spec.ScratchParent, name)
 		sb.sc = sc
 		filesDone <- err
@@ -120,7 +121,7 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 			sb.abort()
 		}
 	}()
-	if err := sb.prepareCgroup(askedLimits, mode, name); err != nil {
+	if err := sb.prepareCgroup(askedLimits, own, mode, name); err != nil {
 		return nil, err
 	}
 	if err := sb.startStub(); err != nil {
@@ -191,8 +192,8 @@ func realDir(p string) (string, error) {
 	return p, nil
 }
 
-func (sb *Sandbox) prepareCgroup(askedLimits bool, mode CgroupMode, name string) error {
-	cg, err := newCgroupSet(mode, name, sb.spec.Limits)
+func (sb *Sandbox) prepareCgroup(askedLimits bool, own *ownCgroups, mode CgroupMode, name string) error {
+	cg, err := newCgroupSetIn(own, mode, name, sb.spec.Limits)
 	if err == nil {
 		sb.cg, sb.cgMode = cg, mode
 		return nil

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/containerd/cgroups/v3/cgroup1"
 	"golang.org/x/sys/unix"
 )
 
@@ -17,19 +16,19 @@ import (
 // scratch directories named sharedos-run-PID-… whose PID no longer exists. Their
 // processes are already gone (Pdeathsig and the PID namespace see to that); only the
 // directories remain. Best effort: a group that still has tasks is left alone.
-func sweepStale(mode CgroupMode, scratchParent string, log *slog.Logger) {
+func sweepStale(own *ownCgroups, mode CgroupMode, scratchParent string, log *slog.Logger) {
 	var dirs []string
 	if mode == CgroupUnified || mode == CgroupHybrid {
 		mount := cgroupRoot
 		if mode == CgroupHybrid {
 			mount = filepath.Join(cgroupRoot, "unified")
 		}
-		if own, err := ownCgroup2(); err == nil {
-			dirs = append(dirs, filepath.Join(mount, own))
+		if own.err == nil {
+			dirs = append(dirs, filepath.Join(mount, own.unified))
 		}
 	}
 	if mode == CgroupHybrid || mode == CgroupLegacy {
-		for _, p := range v1Paths(cgroup1.NestedPath("")) {
+		for _, p := range v1Paths(own.v1Path("")) {
 			dirs = append(dirs, p)
 		}
 	}

@@ -132,23 +132,26 @@ func TestConformanceFullShardedAndMerged(t *testing.T) {
 	}
 }
 
-// TestConformanceComparabilityWarnings: two columns given different models are
-// flagged on stderr and in the artifact.
+// TestConformanceComparabilityWarnings: two columns given different models, and a
+// case whose catalogue differs between them (the host denies one tool to one column),
+// are flagged on stderr and in the artifact.
 func TestConformanceComparabilityWarnings(t *testing.T) {
 	needHarnesses(t)
 	cfg := filepath.Join(t.TempDir(), "conformance.json")
-	os.WriteFile(cfg, []byte(`{"harnesses":{"codex":{"model":{"id":"scripted-a","provider":"scripted"}},"pi/native":{"model":{"id":"scripted-b","provider":"scripted"}}}}`), 0o644)
+	os.WriteFile(cfg, []byte(`{"harnesses":{"codex":{"model":{"id":"scripted-a","provider":"scripted"},"hostDeny":["files.create"]},"pi/native":{"model":{"id":"scripted-b","provider":"scripted"}}}}`), 0o644)
 	out := t.TempDir()
 	r := runCLI(t, "", "conformance", "--case", "read-to-mutation", "--harness", "codex,pi/native", "--config", cfg,
 		"--cases", filepath.Join("..", "..", "testdata", "conformance", "cases"), "--out", out)
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	if !strings.Contains(r.stderr, "warning: columns were given different models") {
-		t.Fatalf("no warning on stderr:\n%s", r.stderr)
+	for _, want := range []string{"warning: columns were given different models", "warning: case read-to-mutation: columns were given different catalogues"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Fatalf("no %q on stderr:\n%s", want, r.stderr)
+		}
 	}
 	a := loadArtifact(t, out)
-	if len(a.Warnings) == 0 || !strings.Contains(strings.Join(a.Warnings, " "), "different models") {
+	if w := strings.Join(a.Warnings, " "); !strings.Contains(w, "different models") || !strings.Contains(w, "different catalogues") {
 		t.Fatalf("warnings not recorded: %v", a.Warnings)
 	}
 }
