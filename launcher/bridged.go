@@ -113,6 +113,12 @@ func RunBridged(ctx context.Context, r BridgedRun) (*BridgedResult, error) {
 		abort()
 		return nil, err
 	}
+	token, err := srv.Token(time.Now().Add(tokenLifetime(spec)))
+	if err != nil {
+		srv.Close()
+		abort()
+		return nil, err
+	}
 
 	st := <-sbc
 	if st.err != nil {
@@ -126,13 +132,6 @@ func RunBridged(ctx context.Context, r BridgedRun) (*BridgedResult, error) {
 			logger.Error("bridge stopped", "err", err)
 		}
 	}()
-	token, err := srv.Token(time.Now().Add(tokenLifetime(spec)))
-	if err != nil {
-		srv.Close()
-		sb.Kill()
-		sb.Wait()
-		return nil, err
-	}
 	if r.Started != nil {
 		r.Started(sb)
 	}

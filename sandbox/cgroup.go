@@ -24,7 +24,8 @@ const (
 	// CgroupHybrid: v1 controllers plus a controller-less v2 mount; v1 groups for the
 	// limits and a v2 group for atomic placement and cgroup.kill.
 	CgroupHybrid CgroupMode = "hybrid"
-	// CgroupLegacy: v1 only; the stub is placed while it waits, kill is freeze+SIGKILL.
+	// CgroupLegacy: v1 only; the stub is born in the groups (forked from a launcher
+	// thread inside them, see enterV1), kill is freeze+SIGKILL.
 	CgroupLegacy CgroupMode = "legacy"
 	// CgroupNone: no cgroup (none mounted or none writable).
 	CgroupNone CgroupMode = "none"
@@ -294,7 +295,8 @@ func v1Paths(path cgroup1.Path) map[cgroup1.Name]string {
 	return out
 }
 
-// cgroupFD is the directory to start the stub in (-1: place it afterwards).
+// cgroupFD is the v2 directory to start the stub in (-1: none; v1 groups are entered by
+// the forking thread, enterV1).
 func (cs *cgroupSet) cgroupFD() int {
 	if cs == nil || cs.v2Dir == nil {
 		return -1

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"errors"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,8 +19,8 @@ var forwardedSignals = []os.Signal{
 
 // runAsInit starts the command and stays PID 1 of the namespace: it forwards signals,
 // reaps every orphan, and when the command exits kills whatever is left, so that the
-// namespace is empty when the stub returns.
-func runAsInit(run goConfig) stubExit {
+// namespace is empty when the stub returns. sigs has the forwarded signals registered.
+func runAsInit(run goConfig, sigs chan os.Signal) stubExit {
 	path, err := lookPath(run.Command[0], envValue(run.Env, "PATH"))
 	if err != nil {
 		code := 127
@@ -30,10 +29,6 @@ func runAsInit(run goConfig) stubExit {
 		}
 		return stubExit{Code: code, ExecError: err.Error()}
 	}
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, forwardedSignals...)
-	defer signal.Stop(sigs)
-
 	attr := &syscall.ProcAttr{
 		Dir:   run.Dir,
 		Env:   run.Env,

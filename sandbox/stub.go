@@ -3,8 +3,9 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"net"
+	"net/netip"
 	"os"
+	"os/signal"
 	"runtime"
 
 	"golang.org/x/sys/unix"
@@ -51,6 +52,13 @@ func RunStub() int {
 	if err != nil {
 		return 1
 	}
+	// Install the forwarding of signals while the launcher prepares "go": the first
+	// signal.Notify starts the runtime's signal machinery, a fraction of a millisecond
+	// otherwise spent between "go" and the command. Before "go" nothing signals the stub
+	// but a kill (the launcher kills instead of forwarding until the command is released).
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
 	m, _, err := recvMsg(ctlFD)
 	if err != nil || m.Go == false || m.Run == nil {
 		// The launcher gave up before "go": nothing was run.
@@ -64,7 +72,7 @@ func RunStub() int {
 		stubFail(fmt.Errorf("drop privileges: %w", err))
 		return 1
 	}
-	ex := runAsInit(*m.Run)
+	ex := runAsInit(*m.Run, sigs)
 	_ = sendMsg(ctlFD, stubMsg{Exit: &ex})
 	return ex.Code
 }
@@ -121,17 +129,48 @@ func stubSetup(cfg *stubConfig) ([]*os.File, []string, error) {
 	return files, names, nil
 }
 
+// listenFile opens a listening TCP socket on ls.Host:ls.Port with plain system calls, as
+// net.Listen would (SO_REUSEADDR; IPV6_V6ONLY for ::1; the kernel caps the backlog at
+// net.core.somaxconn) without its probes of the host (IPv6 and MPTCP support,
+// somaxconn): the stub starts once per run.
 func listenFile(ls listenSpec) (*os.File, error) {
-	network := "tcp4"
-	if ls.Host == "::1" {
-		network = "tcp6"
-	}
-	l, err := net.Listen(network, net.JoinHostPort(ls.Host, fmt.Sprint(ls.Port)))
+	ip, err := netip.ParseAddr(ls.Host)
 	if err != nil {
 		return nil, err
 	}
-	defer l.Close()
-	return l.(*net.TCPListener).File()
+	var family int
+	var sa unix.Sockaddr
+	if ip.Is4() {
+		family, sa = unix.AF_INET, &unix.SockaddrInet4{Port: ls.Port, Addr: ip.As4()}
+	} else {
+		family, sa = unix.AF_INET6, &unix.SockaddrInet6{Port: ls.Port, Addr: ip.As16()}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
+	if err != nil {
+		return nil, os.NewSyscallError("socket", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			unix.Close(fd)
+		}
+	}()
+	if family == unix.AF_INET6 {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 1); err != nil {
+			return nil, os.NewSyscallError("setsockopt", err)
+		}
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+		return nil, os.NewSyscallError("setsockopt", err)
+	}
+	if err := unix.Bind(fd, sa); err != nil {
+		return nil, os.NewSyscallError("bind", err)
+	}
+	if err := unix.Listen(fd, 4096); err != nil {
+		return nil, os.NewSyscallError("listen", err)
+	}
+	ok = true
+	return os.NewFile(uintptr(fd), "listener"), nil
 }
 
 // loopbackUp sets IFF_UP on lo: a new network namespace starts with lo down.
