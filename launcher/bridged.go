@@ -87,23 +87,14 @@ func RunBridged(ctx context.Context, r BridgedRun) (*BridgedResult, error) {
 		}
 	}
 
-	auth, err := NewAuthority(ctx, cfg)
-	if err != nil {
-		abort()
-		return nil, err
-	}
-	defer auth.Close()
-	turn, err := auth.Kernel.BeginTurn(ctx, cfg.Context, cfg.Budgets)
-	if err != nil {
-		abort()
-		return nil, err
-	}
 	execID := NewExecutionID()
-	cat, err := EffectiveCatalog(ctx, turn, execID)
+	opened, err := OpenTurn(ctx, cfg, execID)
 	if err != nil {
 		abort()
-		return nil, fmt.Errorf("resolving the catalogue: %w", err)
+		return nil, err
 	}
+	defer opened.Close()
+	turn, cat := opened.Turn, opened.Catalog
 	secret := make([]byte, 32)
 	rand.Read(secret)
 	srv, err := bridge.New(bridge.Options{

@@ -77,3 +77,31 @@ func EffectiveCatalog(ctx context.Context, turn *kernel.Turn, executionID string
 	turn.Publish(names)
 	return cat, nil
 }
+
+// Opened is a turn's authority ready to serve: the kernel over the workspace, the turn
+// for the configured context, and the catalogue it publishes. Close releases it.
+type Opened struct {
+	*Authority
+	Turn    *kernel.Turn
+	Catalog bridge.Catalog
+}
+
+// OpenTurn builds the authority the configuration describes, begins the turn for its
+// context and fixes the turn to its published catalogue.
+func OpenTurn(ctx context.Context, cfg *runconfig.Config, executionID string, providers ...kernel.Provider) (*Opened, error) {
+	auth, err := NewAuthority(ctx, cfg, providers...)
+	if err != nil {
+		return nil, err
+	}
+	turn, err := auth.Kernel.BeginTurn(ctx, cfg.Context, cfg.Budgets)
+	if err != nil {
+		auth.Close()
+		return nil, err
+	}
+	cat, err := EffectiveCatalog(ctx, turn, executionID)
+	if err != nil {
+		auth.Close()
+		return nil, fmt.Errorf("resolving the catalogue: %w", err)
+	}
+	return &Opened{Authority: auth, Turn: turn, Catalog: cat}, nil
+}

@@ -68,19 +68,12 @@ func DryRun(ctx context.Context, r TurnRequest) (*Plan, error) {
 		availability = "available, version " + inst.Version
 	}
 	cfg := r.Config
-	auth, err := NewAuthority(ctx, cfg)
+	opened, err := OpenTurn(ctx, cfg, dryExecution, r.Providers...)
 	if err != nil {
 		return nil, err
 	}
-	defer auth.Close()
-	turn, err := auth.Kernel.BeginTurn(ctx, cfg.Context, cfg.Budgets)
-	if err != nil {
-		return nil, err
-	}
-	cat, err := EffectiveCatalog(ctx, turn, dryExecution)
-	if err != nil {
-		return nil, err
-	}
+	defer opened.Close()
+	cat := opened.Catalog
 	model := modelPlaceholder(r.Model)
 	in := launchInput(r, options, inst, model, dryExecution, dryBridgeURL, dryScratch+"/home", dryScratch+"/work")
 	if inst.Prefix == "" && r.Spec.ID == "pi" {

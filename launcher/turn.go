@@ -104,20 +104,13 @@ func RunTurn(ctx context.Context, r TurnRequest) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	auth, err := NewAuthority(ctx, cfg, r.Providers...)
-	if err != nil {
-		return nil, err
-	}
-	defer auth.Close()
-	turn, err := auth.Kernel.BeginTurn(ctx, cfg.Context, cfg.Budgets)
-	if err != nil {
-		return nil, err
-	}
 	execID := NewExecutionID()
-	cat, err := EffectiveCatalog(ctx, turn, execID)
+	opened, err := OpenTurn(ctx, cfg, execID, r.Providers...)
 	if err != nil {
-		return nil, fmt.Errorf("resolving the catalogue: %w", err)
+		return nil, err
 	}
+	defer opened.Close()
+	turn, cat := opened.Turn, opened.Catalog
 
 	// A launch built with placeholder paths tells the strict check what the harness
 	// will have before anything starts.

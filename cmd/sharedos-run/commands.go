@@ -97,25 +97,18 @@ func catalogCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			auth, err := launcher.NewAuthority(c.Context, cfg)
-			if err != nil {
-				return err
-			}
-			defer auth.Close()
-			turn, err := auth.Kernel.BeginTurn(c.Context, cfg.Context, cfg.Budgets)
-			if err != nil {
-				return err
-			}
 			execID := c.String("execution-id")
 			if execID == "" {
 				execID = launcher.NewExecutionID()
 			} else if _, err := policy.NormalizeIdentifier("--execution-id", execID); err != nil {
 				return usageError{err}
 			}
-			cat, err := launcher.EffectiveCatalog(c.Context, turn, execID)
+			opened, err := launcher.OpenTurn(c.Context, cfg, execID)
 			if err != nil {
 				return err
 			}
+			defer opened.Close()
+			cat := opened.Catalog
 			if c.Bool("json") {
 				return writeJSON(c.App.Writer, cat)
 			}

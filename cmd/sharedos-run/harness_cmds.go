@@ -47,23 +47,16 @@ func harnessCommands() []*cli.Command {
 const exitNotAvailable = 3
 
 func turnFlags() []cli.Flag {
-	return []cli.Flag{
+	return append(runLimitFlags(),
 		&cli.StringFlag{Name: "model", Usage: "model `ID` for a live provider; \"scripted\" (the default) for the scripted model"},
 		&cli.StringFlag{Name: "provider", Usage: "provider of a live model (anthropic, openai, …)"},
 		&cli.StringFlag{Name: "base-url", Usage: "endpoint `URL` of a live provider (its host:port is the only egress allowed)"},
 		&cli.StringFlag{Name: "key-env", Usage: "environment `VAR` holding a live provider's key (passed to the harness)"},
 		&cli.StringFlag{Name: "script", Usage: "scripted model `FILE`: {\"steps\":[{\"tool\",\"arguments\"}…],\"final\":\"…\"}"},
-		&cli.DurationFlag{Name: "timeout", Usage: "end the turn after this long"},
-		&cli.DurationFlag{Name: "grace", Value: sandbox.DefaultGrace, Usage: "time between a forwarded signal and the kill"},
-		&cli.StringFlag{Name: "memory", Usage: "memory limit (bytes, or with K/M/G suffix)"},
-		&cli.Int64Flag{Name: "pids", Usage: fmt.Sprintf("task limit, threads included (default %d)", sandbox.DefaultPids)},
-		&cli.Float64Flag{Name: "cpus", Usage: "CPU limit in cores"},
-		&cli.StringSliceFlag{Name: "allow-egress", Usage: "allow `HOST:PORT` through the CONNECT proxy (repeatable)"},
-		&cli.StringSliceFlag{Name: "pass-env", Usage: "copy `VAR` into the harness's environment (repeatable; never LD_*)"},
 		&cli.StringFlag{Name: "record", Usage: "write the execution record (JSON) to `PATH`"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the launch (argv, environment names, files, policy, catalogHash) and start nothing"},
 		&cli.BoolFlag{Name: "json", Usage: "print the record (or the dry run) as JSON on stdout"},
-	}
+	)
 }
 
 func runHarness(c *cli.Context, spec harnessspec.Spec) error {

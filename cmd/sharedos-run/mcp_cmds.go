@@ -44,19 +44,12 @@ func serveMCP(c *cli.Context) error {
 		level = slog.LevelInfo
 	}
 	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
-	auth, err := launcher.NewAuthority(c.Context, cfg)
+	opened, err := launcher.OpenTurn(c.Context, cfg, launcher.NewExecutionID())
 	if err != nil {
 		return err
 	}
-	defer auth.Close()
-	turn, err := auth.Kernel.BeginTurn(c.Context, cfg.Context, cfg.Budgets)
-	if err != nil {
-		return err
-	}
-	cat, err := launcher.EffectiveCatalog(c.Context, turn, launcher.NewExecutionID())
-	if err != nil {
-		return err
-	}
+	defer opened.Close()
+	turn, cat := opened.Turn, opened.Catalog
 	// Over stdio there is no token to check: whoever holds the pipes started the
 	// process. The secret only has to exist.
 	secret := make([]byte, 32)

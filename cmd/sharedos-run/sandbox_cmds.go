@@ -30,25 +30,32 @@ const (
 	exitSandbox = 125
 )
 
-func sandboxFlags() []cli.Flag {
+// runLimitFlags are the limits, time bounds and pass-throughs every sandboxed run
+// takes (exec and the harness commands).
+func runLimitFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "memory", Usage: "memory limit (bytes, or with K/M/G suffix)"},
 		&cli.Int64Flag{Name: "pids", Usage: fmt.Sprintf("task limit, threads included (default %d)", sandbox.DefaultPids)},
 		&cli.Float64Flag{Name: "cpus", Usage: "CPU limit in cores (1.5 = one and a half)"},
+		&cli.StringSliceFlag{Name: "allow-egress", Usage: "allow `HOST:PORT` through the HTTP CONNECT proxy (repeatable)"},
+		&cli.StringSliceFlag{Name: "pass-env", Usage: "copy `VAR` from this environment (repeatable; never LD_*)"},
+		&cli.DurationFlag{Name: "timeout", Usage: "end the run after this long (SIGTERM, then --grace, then kill)"},
+		&cli.DurationFlag{Name: "grace", Value: sandbox.DefaultGrace, Usage: "time between a forwarded signal and the kill"},
+	}
+}
+
+func sandboxFlags() []cli.Flag {
+	return append(runLimitFlags(),
 		&cli.BoolFlag{Name: "require-cgroup", Usage: "fail instead of warning when no cgroup can be had"},
 		&cli.StringSliceFlag{Name: "allow-loopback", Usage: "mirror host 127.0.0.1:`PORT` inside the sandbox (repeatable)"},
-		&cli.StringSliceFlag{Name: "allow-egress", Usage: "allow `HOST:PORT` through the HTTP CONNECT proxy (repeatable)"},
 		&cli.StringSliceFlag{Name: "writable", Usage: "keep `PATH` writable inside (the root is read-only; repeatable, recorded)"},
-		&cli.StringSliceFlag{Name: "pass-env", Usage: "copy `VAR` from this environment (repeatable; never LD_*)"},
 		&cli.StringSliceFlag{Name: "env", Usage: "set `KEY=VALUE` (repeatable)"},
 		&cli.StringFlag{Name: "dir", Usage: "working directory (default: the scratch work directory)"},
 		&cli.BoolFlag{Name: "tty", Usage: "run the command on a pseudo-terminal"},
-		&cli.DurationFlag{Name: "timeout", Usage: "end the run after this long (SIGTERM, then --grace, then kill)"},
-		&cli.DurationFlag{Name: "grace", Value: sandbox.DefaultGrace, Usage: "time between a forwarded signal and the kill"},
 		&cli.StringFlag{Name: "scratch-dir", Usage: "where to make the per-run scratch directory (default $TMPDIR)"},
 		&cli.BoolFlag{Name: "keep-scratch", Usage: "keep the scratch directory after the run"},
 		&cli.StringFlag{Name: "outcome", Usage: "write the run's outcome (status, stats, violations) as JSON to `FILE`"},
-	}
+	)
 }
 
 func execCommand() *cli.Command {
